@@ -1,0 +1,273 @@
+// The cuda backend: CUDA kernels on GPU memory shared by clients through CUDA IPC. One context,
+// stream, workspace and status word per visible GPU, created at start.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "cakegrad/kernels/cuda_memory.h"
+#include "common/kernel_status.h"
+#include "common/status_macros.h"
+#include "launch/backend.h"
+#include "spdlog/spdlog.h"
+#include "validate/bind.h"
+
+namespace cakegrad::server {
+namespace {
+
+// Logs the full CUDA error on the server and returns what the client can act on.
+absl::Status CudaError(cudaError_t err, const std::string& what) {
+  spdlog::error("{}: {} ({})", what, cudaGetErrorString(err), static_cast<int>(err));
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
+}
+
+#define CUDA_RETURN_IF_ERROR(expr, what)              \
+  do {                                                \
+    cudaError_t cakegrad_err_ = (expr);               \
+    if (cakegrad_err_ != cudaSuccess) return CudaError(cakegrad_err_, what); \
+  } while (0)
+
+std::string FormatUuid(const cudaUUID_t& uuid) {
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  char out[64];
+  std::snprintf(out, sizeof(out),
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return out;
+}
+
+class IpcMapping : public Mapping {
+ public:
+  IpcMapping(int device, void* ptr) : device_(device), ptr_(ptr) {}
+  ~IpcMapping() override {
+    cudaSetDevice(device_);
+    const cudaError_t err = cudaIpcCloseMemHandle(ptr_);
+    if (err != cudaSuccess) spdlog::error("cudaIpcCloseMemHandle: {}", cudaGetErrorString(err));
+  }
+  void* ptr() const { return ptr_; }
+
+ private:
+  int device_;
+  void* ptr_;
+};
+
+struct DeviceState {
+  int ordinal = 0;
+  std::string uuid;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  uint64_t memory = 0;
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
+  uint32_t* status_word = nullptr;  // device memory, kernels::DeviceStatusBits
+};
+
+class CudaBackend : public Backend {
+ public:
+  ~CudaBackend() override {
+    for (DeviceState& d : devices_) {
+      cudaSetDevice(d.ordinal);
+      if (d.stream != nullptr) cudaStreamSynchronize(d.stream);
+      if (d.workspace != nullptr) cudaFree(d.workspace);
+      if (d.status_word != nullptr) cudaFree(d.status_word);
+      if (d.stream != nullptr) cudaStreamDestroy(d.stream);
+    }
+  }
+
+  absl::Status Init(const CudaBackendOptions& options) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "no CUDA device is visible (", err == cudaSuccess ? "0 devices" : cudaGetErrorString(err),
+          "): use --backend=host"));
+    }
+    for (int i = 0; i < count; ++i) {
+      DeviceState d;
+      d.ordinal = i;
+      cudaDeviceProp prop;
+      CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
+      d.uuid = FormatUuid(prop.uuid);
+      d.name = prop.name;
+      d.cc_major = prop.major;
+      d.cc_minor = prop.minor;
+      d.memory = prop.totalGlobalMem;
+      CUDA_RETURN_IF_ERROR(cudaSetDevice(i), "cudaSetDevice");
+      CUDA_RETURN_IF_ERROR(cudaFree(nullptr), "creating the CUDA context");
+      CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking),
+                           "cudaStreamCreate");
+      d.workspace_bytes = options.workspace_bytes;
+      if (d.workspace_bytes > 0) {
+        CUDA_RETURN_IF_ERROR(cudaMalloc(&d.workspace, d.workspace_bytes), "allocating workspace");
+      }
+      CUDA_RETURN_IF_ERROR(cudaMalloc(&d.status_word, sizeof(uint32_t)), "allocating status");
+      spdlog::info("GPU {}: {} {} (sm_{}{}), {} GiB, workspace {} MiB", i, d.uuid, d.name,
+                   d.cc_major, d.cc_minor, d.memory >> 30, d.workspace_bytes >> 20);
+      devices_.push_back(d);
+    }
+    return absl::OkStatus();
+  }
+
+  const char* name() const override { return "cuda"; }
+  RegionKind memory() const override { return RegionKind::kCuda; }
+  int num_devices() const override { return static_cast<int>(devices_.size()); }
+
+  absl::StatusOr<MappedRange> MapHost(const v1::HostRegion&) override {
+    return absl::FailedPreconditionError(
+        "this daemon runs the cuda backend: register CUDA (IPC) regions");
+  }
+
+  absl::StatusOr<MappedRange> MapCuda(const v1::CudaRegion& region) override {
+    if (region.ipc_handle().size() != sizeof(cudaIpcMemHandle_t)) {
+      return absl::InvalidArgumentError(absl::StrCat("cuda.ipc_handle must be ",
+                                                     sizeof(cudaIpcMemHandle_t), " bytes, got ",
+                                                     region.ipc_handle().size()));
+    }
+    if (region.byte_size() == 0) return absl::InvalidArgumentError("cuda.byte_size must be > 0");
+    const DeviceState* dev = nullptr;
+    std::vector<std::string> known;
+    for (const DeviceState& d : devices_) {
+      if (d.uuid == region.gpu_uuid()) dev = &d;
+      known.push_back(d.uuid);
+    }
+    if (dev == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no GPU with UUID \"", region.gpu_uuid(),
+                                              "\" in this daemon; it serves ",
+                                              absl::StrJoin(known, ", ")));
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<IpcMapping> mapping, OpenHandle(*dev, region.ipc_handle()));
+    // The handle's size is not trusted: the driver says how large the allocation really is.
+    uintptr_t alloc_base = 0;
+    size_t alloc_size = 0;
+    if (kernels::Status s = kernels::CudaAllocationRange(mapping->ptr(), &alloc_base, &alloc_size);
+        !s.ok()) {
+      spdlog::error("size of an opened IPC allocation: {}", s.message());
+      return absl::InternalError("cannot read the size of the shared allocation");
+    }
+    const uint64_t usable = alloc_size - (reinterpret_cast<uintptr_t>(mapping->ptr()) - alloc_base);
+    if (!RangeInside(region.offset_in_allocation(), region.byte_size(), usable)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cuda region [", region.offset_in_allocation(), ", +", region.byte_size(),
+          ") exceeds the shared allocation (", usable, " bytes)"));
+    }
+    MappedRange range;
+    range.base = static_cast<std::byte*>(mapping->ptr()) + region.offset_in_allocation();
+    range.size = region.byte_size();
+    range.device = dev->ordinal;
+    range.gpu_uuid = dev->uuid;
+    range.mapping = std::move(mapping);
+    return range;
+  }
+
+  void Describe(v1::Capabilities* caps) const override {
+    caps->set_backend("cuda");
+    for (const DeviceState& d : devices_) {
+      v1::Device* out = caps->add_devices();
+      out->set_uuid(d.uuid);
+      out->set_name(d.name);
+      out->set_compute_capability_major(d.cc_major);
+      out->set_compute_capability_minor(d.cc_minor);
+      out->set_total_memory_bytes(d.memory);
+    }
+  }
+
+  absl::Status Execute(const BoundCall& call) override {
+    if (call.device < 0 || call.device >= num_devices()) {
+      return absl::InternalError("call bound to no device");
+    }
+    DeviceState& d = devices_[call.device];
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal), "cudaSetDevice");
+    LaunchContext ctx;
+    ctx.cuda = true;
+    ctx.stream = d.stream;
+    ctx.device_status = d.status_word;
+    if (call.has("workspace")) {
+      ctx.workspace = call.tensor("workspace").data;
+      ctx.workspace_bytes = static_cast<int64_t>(call.tensor("workspace").bytes);
+    } else if (call.op->workspace_bytes) {
+      const int64_t need = call.op->workspace_bytes(call.dims);
+      if (need > d.workspace_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            call.op->name, " needs ", need, " bytes of workspace for these shapes; the daemon's "
+            "per-device workspace is ", d.workspace_bytes, " bytes (--workspace_bytes). Pass a "
+            "workspace tensor or raise the limit"));
+      }
+      ctx.workspace = d.workspace;
+      ctx.workspace_bytes = d.workspace_bytes;
+    }
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d.status_word, 0, sizeof(uint32_t), d.stream),
+                         "clearing the status word");
+    absl::Status launched = FromKernelStatus(call.op->launch(call, ctx));
+    // Even a failed launch may have enqueued work: wait for the stream before replying.
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream), call.op->name);
+    RETURN_IF_ERROR(launched);
+    uint32_t status = 0;
+    CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(&status, d.status_word, sizeof(status), cudaMemcpyDeviceToHost),
+        "reading the status word");
+    if (status & kernels::kDeviceStatusBadCuSeqlens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          call.op->name, ": cu_seqlens is malformed (it must start at 0, never decrease and end "
+          "at the token count); outputs were not computed"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // One open mapping per IPC handle, shared by every region registered on that allocation
+  // (a process may open a handle only once).
+  absl::StatusOr<std::shared_ptr<IpcMapping>> OpenHandle(const DeviceState& dev,
+                                                         const std::string& handle) {
+    absl::MutexLock lock(&mu_);
+    auto it = open_.find(handle);
+    if (it != open_.end()) {
+      if (auto alive = it->second.lock()) return alive;
+    }
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h, handle.data(), sizeof(h));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(dev.ordinal), "cudaSetDevice");
+    void* ptr = nullptr;
+    const cudaError_t err = cudaIpcOpenMemHandle(&ptr, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      spdlog::warn("cudaIpcOpenMemHandle failed: {}", cudaGetErrorString(err));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot open cuda.ipc_handle (", cudaGetErrorString(err),
+          "): it must be the cudaIpcMemHandle of a live allocation in a process that shares this "
+          "daemon's PID namespace, on GPU ", dev.uuid));
+    }
+    auto mapping = std::make_shared<IpcMapping>(dev.ordinal, ptr);
+    open_[handle] = mapping;
+    return mapping;
+  }
+
+  std::vector<DeviceState> devices_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::weak_ptr<IpcMapping>> open_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
+  auto backend = std::make_unique<CudaBackend>();
+  if (absl::Status s = backend->Init(options); !s.ok()) return s;
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+bool CudaDevicePresent() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+}  // namespace cakegrad::server

@@ -1,0 +1,62 @@
+// One launcher thread per device. gRPC handlers hand it validated calls and return at once; it
+// runs them one at a time, taking turns between sessions (round robin), so one busy client
+// cannot starve another. The queue is bounded: a full queue answers RESOURCE_EXHAUSTED.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "launch/backend.h"
+#include "ops/op_spec.h"
+
+namespace cakegrad::server {
+
+struct JobTiming {
+  absl::Duration queued;   // from Submit to the start of execution
+  absl::Duration compute;  // the backend's Execute
+};
+
+struct Job {
+  std::string session_id;
+  std::unique_ptr<BoundCall> call;
+  // Called once on the launcher thread with the outcome; must not block on other jobs.
+  std::function<void(absl::Status, JobTiming)> done;
+  absl::Time enqueued;
+};
+
+class Executor {
+ public:
+  Executor(Backend* backend, int device, size_t max_queue);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  absl::Status Submit(Job job);
+  // Stops accepting work, finishes every queued job, joins the thread. Idempotent.
+  void Drain();
+  size_t queued() const;
+
+ private:
+  void Loop();
+
+  Backend* const backend_;
+  const int device_;
+  const size_t max_queue_;
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, std::deque<Job>> per_session_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> turn_order_ ABSL_GUARDED_BY(mu_);  // sessions with queued jobs
+  std::thread thread_;
+};
+
+}  // namespace cakegrad::server
