@@ -1,0 +1,137 @@
+// Device helpers shared by the mHC kernels: BF16 packing, the warp-level BF16 tensor-core MMA,
+// the Sinkhorn forward of one token and the launch-error check.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cakegrad/kernels/mhc.h"
+
+namespace cakegrad::kernels::mhc_cuda {
+
+constexpr int kLogits = kMhcLogits;
+
+__device__ __forceinline__ float Bf16Lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float Bf16Hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+
+// Round-to-nearest-even pack of two floats; `lo` lands at the lower address.
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return reinterpret_cast<const uint32_t&>(h);
+}
+
+// Unpacks 8 BF16 values (one 16-byte load) to floats.
+__device__ __forceinline__ void Unpack8(const uint4& v, float* f) {
+  f[0] = Bf16Lo(v.x);
+  f[1] = Bf16Hi(v.x);
+  f[2] = Bf16Lo(v.y);
+  f[3] = Bf16Hi(v.y);
+  f[4] = Bf16Lo(v.z);
+  f[5] = Bf16Hi(v.z);
+  f[6] = Bf16Lo(v.w);
+  f[7] = Bf16Hi(v.w);
+}
+
+__device__ __forceinline__ uint4 Pack8(const float* f) {
+  return make_uint4(PackBf16(f[0], f[1]), PackBf16(f[2], f[3]), PackBf16(f[4], f[5]),
+                    PackBf16(f[6], f[7]));
+}
+
+// D += A * B, m16n8k16, BF16 inputs, FP32 accumulation (sm_80+ warp-level MMA).
+__device__ __forceinline__ void MmaBf16(float* d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Asks the copy engine to bring [p, p + bytes) into L2 (sm_90; bytes a multiple of 16, p 16-byte
+// aligned). Holds no registers and completes on its own.
+__device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ float Sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+__device__ __forceinline__ int Group(int j) { return j < 4 ? 0 : (j < 8 ? 1 : 2); }
+
+// Sinkhorn of SPEC.md section 1 for one token, by one thread, in FP32 with fixed sum orders.
+__device__ __forceinline__ void SinkhornForward(const float* L, float eps, int iters, float* P) {
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const float mx = fmaxf(fmaxf(L[4 * a], L[4 * a + 1]), fmaxf(L[4 * a + 2], L[4 * a + 3]));
+    float e[4];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) e[b] = expf(L[4 * a + b] - mx);
+    const float s = (e[0] + e[1]) + (e[2] + e[3]);
+#pragma unroll
+    for (int b = 0; b < 4; ++b) P[4 * a + b] = e[b] / s + eps;
+  }
+  for (int it = 0; it < iters; ++it) {
+    if (it > 0) {
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        const float d = ((P[4 * a] + P[4 * a + 1]) + (P[4 * a + 2] + P[4 * a + 3])) + eps;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) P[4 * a + b] /= d;
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const float d = ((P[b] + P[4 + b]) + (P[8 + b] + P[12 + b])) + eps;
+#pragma unroll
+      for (int a = 0; a < 4; ++a) P[4 * a + b] /= d;
+    }
+  }
+}
+
+inline Status LaunchStatus(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Internal(std::string(what) + ": " + cudaGetErrorString(err));
+  }
+  return OkStatus();
+}
+
+inline Status CudaStatus(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) return Internal(std::string(what) + ": " + cudaGetErrorString(err));
+  return OkStatus();
+}
+
+inline bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+inline Status CheckShapeAndIters(const char* name, int64_t T, int64_t C, int iters) {
+  if (T < 0) return InvalidArgument(std::string(name) + ": T must be >= 0");
+  if (C < kMhcMinC || C > kMhcMaxC || C % kMhcCAlign != 0) {
+    return InvalidArgument(std::string(name) +
+                           ": C must be a multiple of 256 in [256, 16384], got " +
+                           std::to_string(C));
+  }
+  if (iters < 1 || iters > kMhcMaxSinkhornIters) {
+    return InvalidArgument(std::string(name) + ": sinkhorn_iters must be in [1, 64], got " +
+                           std::to_string(iters));
+  }
+  return OkStatus();
+}
+
+// A device pointer the kernels read or write with 16-byte accesses.
+inline Status CheckVec(const char* name, const void* p, const char* what) {
+  if (p == nullptr) return InvalidArgument(std::string(name) + ": " + what + " is null");
+  if (!Aligned16(p)) {
+    return InvalidArgument(std::string(name) + ": " + what + " must be 16-byte aligned");
+  }
+  return OkStatus();
+}
+
+#define MHC_RETURN_IF_ERROR(expr)                \
+  do {                                           \
+    ::cakegrad::kernels::Status mhc_st = (expr); \
+    if (!mhc_st.ok()) return mhc_st;             \
+  } while (0)
+
+}  // namespace cakegrad::kernels::mhc_cuda
