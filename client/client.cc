@@ -133,10 +133,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addre
   absl::StatusOr<std::string> id = opened_future.get();
   if (!id.ok()) {
     client->session_reader_.join();
-    client->closed_ = true;
     return id.status();
   }
   client->session_id_ = *id;
+  client->closed_ = false;
   return client;
 }
 

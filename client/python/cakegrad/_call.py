@@ -36,7 +36,7 @@ class Call:
     """Builds one request. ``primary`` (the first tensor argument) decides where outputs
     live: on its CUDA device, or in shared memory as a torch tensor or numpy array."""
 
-    def __init__(self, operator: str, primary, primary_name: str, client: Client | None = None):
+    def __init__(self, operator: str, primary, primary_name: str):
         self.operator = operator
         if not _is_array(primary):
             raise self.error(primary_name, f"expected a torch.Tensor or numpy.ndarray, got "
@@ -44,7 +44,7 @@ class Call:
         self.cuda = _dtypes.is_torch_tensor(primary) and primary.device.type == "cuda"
         self.device = primary.device if self.cuda else None
         self.numpy_out = _dtypes.is_numpy(primary)
-        self.client = client or get_client()
+        self.client: Client = get_client()
         self._empty_refs: list[tensor_pb2.TensorRef] = []  # in the request, region unset
         self._some_region: int | None = None
         self._keep = []         # temporary shared copies, alive until the call returns

@@ -74,7 +74,29 @@ def _driver():
     lib.cuIpcGetMemHandle.restype = ctypes.c_int
     lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     lib.cuGetErrorString.restype = ctypes.c_int
+    lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.cuCtxGetCurrent.restype = ctypes.c_int
+    lib.cuDeviceGet.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    lib.cuDeviceGet.restype = ctypes.c_int
+    lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+    lib.cuDevicePrimaryCtxRetain.restype = ctypes.c_int
+    lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+    lib.cuCtxSetCurrent.restype = ctypes.c_int
     return lib
+
+
+def _ensure_context(lib, index: int) -> None:
+    """Makes the device's primary context (the one torch uses) current on this thread when
+    no context is: a thread that made no CUDA runtime call yet has none."""
+    ctx = ctypes.c_void_p()
+    _check(lib, lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    if ctx.value:
+        return
+    dev = ctypes.c_int()
+    _check(lib, lib.cuDeviceGet(ctypes.byref(dev), index), "cuDeviceGet")
+    _check(lib, lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev.value),
+           "cuDevicePrimaryCtxRetain")
+    _check(lib, lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
 def _check(lib, rc: int, what: str) -> None:
@@ -89,8 +111,14 @@ def _check(lib, rc: int, what: str) -> None:
 def gpu_uuid(index: int) -> str:
     import torch
 
-    uuid = str(torch.cuda.get_device_properties(index).uuid)
-    return uuid if uuid.startswith(("GPU-", "MIG-")) else "GPU-" + uuid
+    uuid = torch.cuda.get_device_properties(index).uuid
+    raw = getattr(uuid, "bytes", None)
+    if raw is not None and len(raw) == 16:
+        # The daemon's form (and nvidia-smi's): GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+        h = bytes(raw).hex()
+        return f"GPU-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    text = str(uuid)
+    return text if text.startswith(("GPU-", "MIG-")) else "GPU-" + text
 
 
 def _expandable_configured() -> bool:
@@ -106,11 +134,15 @@ def describe(tensor) -> CudaMemory:
     index = tensor.device.index if tensor.device.index is not None else torch.cuda.current_device()
     if mode() == "torch":
         return _describe_torch(tensor, index)
-    # cudaSetDevice makes the device's primary context current on this thread (the
-    # autograd engine runs backward on its own threads), which the driver calls need.
-    torch.cuda.set_device(index)
+    # The driver calls need the device's context current on this thread (the autograd engine
+    # runs the backward on threads of its own); leaving restores the caller's device.
+    with torch.cuda.device(index):
+        return _describe_driver(tensor.untyped_storage().data_ptr(), index)
+
+
+def _describe_driver(ptr: int, index: int) -> CudaMemory:
     lib = _driver()
-    ptr = tensor.untyped_storage().data_ptr()
+    _ensure_context(lib, index)
     capable = ctypes.c_int(0)
     _check(lib, lib.cuPointerGetAttribute(ctypes.byref(capable),
                                           _ATTR_IS_LEGACY_CUDA_IPC_CAPABLE, ptr),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 
 import numpy as np
 
@@ -12,7 +13,7 @@ import numpy as np
 @functools.lru_cache(maxsize=None)
 def have_torch() -> bool:
     try:
-        import torch  # noqa: F401
+        importlib.import_module("torch")
     except ImportError:
         return False
     return True

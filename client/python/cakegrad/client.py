@@ -22,6 +22,7 @@ import atexit
 import os
 import socket
 import threading
+import time
 import weakref
 
 import grpc
@@ -121,37 +122,52 @@ class Client:
                 f"{connect_timeout:g} s") from None
 
         self.session_id = ""
-        name = client_name or f"python-{os.getpid()}"
-        self._stream = self._stub.OpenSession(session_pb2.OpenSessionRequest(client_name=name))
-        started = threading.Event()
-        self._stream_thread = threading.Thread(
-            target=self._pump_session, args=(started,), name="cakegrad-session", daemon=True)
-        self._stream_thread.start()
-        if not started.wait(connect_timeout) or not self.session_id:
-            reason = self._session_end or "no session id within the timeout"
-            self._stream.cancel()
-            self._channel.close()
-            raise DaemonUnavailableError(f"cakegrad daemon at {self.target} opened no "
-                                         f"session: {reason}")
+        self._open_session(client_name or f"python-{os.getpid()}",
+                           time.monotonic() + connect_timeout)
         _live_clients.add(self)
 
     # -- session -------------------------------------------------------------------------
 
-    def _pump_session(self, started: threading.Event) -> None:
+    def _open_session(self, name: str, deadline: float) -> None:
+        """Opens the OpenSession stream; retries while the daemon answers UNAVAILABLE (it
+        refuses sessions until its backend is ready) until the deadline."""
+        while True:
+            self._session_end = None
+            stream = self._stub.OpenSession(session_pb2.OpenSessionRequest(client_name=name))
+            self._stream = stream
+            started = threading.Event()
+            self._stream_thread = threading.Thread(
+                target=self._pump_session, args=(stream, started), name="cakegrad-session",
+                daemon=True)
+            self._stream_thread.start()
+            started.wait(max(0.0, deadline - time.monotonic()))
+            if self.session_id:
+                return
+            stream.cancel()
+            retry = (self._session_end or "").startswith("UNAVAILABLE")
+            if not retry or time.monotonic() + 0.2 > deadline:
+                self._channel.close()
+                reason = self._session_end or "no session id within the timeout"
+                raise DaemonUnavailableError(f"cakegrad daemon at {self.target} opened no "
+                                             f"session: {reason}")
+            time.sleep(0.2)
+
+    def _pump_session(self, stream, started: threading.Event) -> None:
         """Keeps the OpenSession stream open; its end ends the session."""
         try:
-            for event in self._stream:
+            for event in stream:
                 if not self.session_id:
                     self.session_id = event.session_id
                     started.set()
-            self._session_end = "the daemon ended the session"
+            end = "the daemon ended the session"
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.CANCELLED and self._closed:
-                self._session_end = "the client was closed"
+                end = "the client was closed"
             else:
-                self._session_end = f"{exc.code().name}: {exc.details()}"
-        finally:
-            started.set()
+                end = f"{exc.code().name}: {exc.details()}"
+        if stream is self._stream:  # not an abandoned attempt of _open_session
+            self._session_end = end
+        started.set()
 
     @property
     def closed(self) -> bool:

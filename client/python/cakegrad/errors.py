@@ -22,8 +22,8 @@ class CakegradError(RuntimeError):
         self.code = code if code is not None else self.default_code
         self.message = message
         self.operator = operator
-        where = f"{operator}: " if operator else ""
-        super().__init__(f"{where}{self.code.name}: {message}")
+        where = f"{operator}: " if operator and not message.startswith(operator) else ""
+        super().__init__(f"{self.code.name}: {where}{message}")
 
     @property
     def code_name(self) -> str:

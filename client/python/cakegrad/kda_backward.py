@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import _dtypes
 from ._call import Call
 from .client import get_client
 from .errors import InvalidArgumentError
@@ -69,7 +70,7 @@ class RecurrentKDABackwardWorkspace:
     def _for_call(self, q, cu_seqlens, num_states: int):
         B, T, H = (int(s) for s in q.shape[:3])
         if self.device is None:
-            self.device = "numpy" if not hasattr(q, "device") else q.device
+            self.device = "numpy" if _dtypes.is_numpy(q) else q.device
         return self.reserve(B * T, H, B, num_states if cu_seqlens is not None else 0)
 
 

@@ -151,7 +151,7 @@ class Client {
   std::unique_ptr<v1::Cakegrad::Stub> stub_;
   std::unique_ptr<grpc::ClientContext> session_context_;
   std::thread session_reader_;
-  bool closed_ = false;
+  bool closed_ = true;  // until a session is open
 };
 
 // "unix:///run/cakegrad/cakegrad.sock" unless $CAKEGRAD_ADDRESS says otherwise.

@@ -1,0 +1,87 @@
+// Starts cakegradd as a child process on a private socket and stops it with SIGTERM.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "cakegrad/client/client.h"
+
+extern char** environ;
+
+namespace cakegrad::testing {
+
+class DaemonProcess {
+ public:
+  // Starts the daemon with `extra_flags` and waits until health says SERVING.
+  absl::Status Start(std::vector<std::string> extra_flags = {}) {
+    char dir_template[] = "/tmp/cakegrad-test-XXXXXX";
+    if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
+    dir_ = dir_template;
+    socket_ = dir_ + "/cakegrad.sock";
+    log_ = dir_ + "/daemon.log";
+    std::vector<std::string> args = {CAKEGRAD_DAEMON_PATH, "--socket=" + socket_,
+                                     "--backend=host", "--log_level=info"};
+    for (auto& f : extra_flags) args.push_back(f);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn cakegradd: ", rc));
+    for (int i = 0; i < 200; ++i) {
+      if (CheckHealth(address(), 0.2).ok()) return absl::OkStatus();
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return absl::DeadlineExceededError("cakegradd did not become SERVING in 5 s");
+  }
+
+  // SIGTERM, then the exit status (0 is a clean drain).
+  int Stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  bool Alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
+  pid_t pid() const { return pid_; }
+  std::string address() const { return "unix://" + socket_; }
+  const std::string& socket_path() const { return socket_; }
+  const std::string& log_path() const { return log_; }
+
+  ~DaemonProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (!dir_.empty()) {
+      unlink(log_.c_str());
+      unlink(socket_.c_str());
+      rmdir(dir_.c_str());
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string dir_, socket_, log_;
+};
+
+}  // namespace cakegrad::testing

@@ -1,0 +1,85 @@
+// The launcher thread's queue: round robin between sessions, a bound, draining on shutdown.
+#include "schedule/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+
+namespace cakegrad::server {
+namespace {
+
+// Records the order of calls; the first call blocks until released so a queue can build up.
+class RecordingBackend : public Backend {
+ public:
+  const char* name() const override { return "recording"; }
+  RegionKind memory() const override { return RegionKind::kHost; }
+  absl::StatusOr<MappedRange> MapHost(const v1::HostRegion&) override {
+    return absl::UnimplementedError("");
+  }
+  absl::StatusOr<MappedRange> MapCuda(const v1::CudaRegion&) override {
+    return absl::UnimplementedError("");
+  }
+  void Describe(v1::Capabilities*) const override {}
+  int num_devices() const override { return 1; }
+  absl::Status Execute(const BoundCall& call) override {
+    if (order.empty()) release.WaitForNotification();
+    order.push_back(call.dim("tag"));
+    return call.dim("fail") ? absl::InvalidArgumentError("asked to fail") : absl::OkStatus();
+  }
+
+  absl::Notification release;
+  std::vector<int64_t> order;  // only touched by the launcher thread until Drain()
+};
+
+Job MakeJob(const std::string& session, int64_t tag, std::vector<absl::Status>* results,
+            bool fail = false) {
+  Job job;
+  job.session_id = session;
+  job.call = std::make_unique<BoundCall>();
+  job.call->dims["tag"] = tag;
+  job.call->dims["fail"] = fail;
+  job.done = [results](absl::Status s, JobTiming) { results->push_back(std::move(s)); };
+  return job;
+}
+
+TEST(Executor, TakesTurnsBetweenSessions) {
+  RecordingBackend backend;
+  std::vector<absl::Status> results;
+  Executor executor(&backend, 0, 100);
+  ASSERT_TRUE(executor.Submit(MakeJob("busy", 0, &results)).ok());
+  absl::SleepFor(absl::Milliseconds(50));  // job 0 is now running and blocked
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(executor.Submit(MakeJob("busy", i, &results)).ok());
+  ASSERT_TRUE(executor.Submit(MakeJob("quiet", 100, &results)).ok());
+  ASSERT_TRUE(executor.Submit(MakeJob("quiet", 101, &results, /*fail=*/true)).ok());
+  backend.release.Notify();
+  executor.Drain();
+  // The quiet session's jobs interleave with the busy one's instead of waiting behind all four.
+  EXPECT_EQ(backend.order, (std::vector<int64_t>{0, 1, 100, 2, 101, 3, 4}));
+  ASSERT_EQ(results.size(), 7u);
+  int failures = 0;
+  for (const auto& s : results) failures += !s.ok();
+  EXPECT_EQ(failures, 1);
+}
+
+TEST(Executor, BoundedQueueAndDrain) {
+  RecordingBackend backend;
+  std::vector<absl::Status> results;
+  Executor executor(&backend, 0, 2);
+  ASSERT_TRUE(executor.Submit(MakeJob("a", 0, &results)).ok());
+  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_TRUE(executor.Submit(MakeJob("a", 1, &results)).ok());
+  ASSERT_TRUE(executor.Submit(MakeJob("b", 2, &results)).ok());
+  absl::Status full = executor.Submit(MakeJob("c", 3, &results));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("--max_queue_depth"), std::string::npos);
+  backend.release.Notify();
+  executor.Drain();
+  EXPECT_EQ(results.size(), 3u) << "every accepted job finishes before Drain returns";
+  EXPECT_EQ(executor.Submit(MakeJob("a", 4, &results)).code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace cakegrad::server
