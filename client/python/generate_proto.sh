@@ -13,14 +13,14 @@ proto_root="$repo/proto"
 out="$here/cakegrad/v1"
 python=${PYTHON:-python3}
 
-rm -rf "$out"
-mkdir -p "$out"
 protos=("$proto_root"/cakegrad/v1/*.proto)
 if command -v protoc > /dev/null && command -v grpc_python_plugin > /dev/null; then
+  rm -rf "$out" && mkdir -p "$out"
   protoc --proto_path="$proto_root" --python_out="$here" --grpc_python_out="$here" \
     --plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" "${protos[@]}"
   generator="$(protoc --version) + grpc_python_plugin"
 elif "$python" -c "import grpc_tools" 2> /dev/null; then
+  rm -rf "$out" && mkdir -p "$out"
   "$python" -m grpc_tools.protoc --proto_path="$proto_root" --python_out="$here" \
     --grpc_python_out="$here" "${protos[@]}"
   generator="grpcio-tools"

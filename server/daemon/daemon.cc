@@ -94,6 +94,10 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--backend must be auto, cuda or host, got \"", choice, "\""));
   }
+  metrics_ = std::make_unique<Metrics>();
+  if (options.metrics_port != 0) {
+    RETURN_IF_ERROR(metrics_->Expose(options.metrics_address, options.metrics_port));
+  }
   regions_ = std::make_unique<RegionRegistry>(options.max_regions_per_session);
   sessions_ = std::make_unique<SessionManager>(regions_.get(), options.max_sessions);
   for (int d = 0; d < backend_->num_devices(); ++d) {
@@ -104,6 +108,7 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
   ctx.regions = regions_.get();
   ctx.sessions = sessions_.get();
   ctx.executors = &executors_;
+  ctx.metrics = metrics_.get();
   ctx.limits.set_max_regions_per_session(options.max_regions_per_session);
   ctx.limits.set_max_region_bytes(options.max_region_bytes);
   ctx.limits.set_max_sessions(options.max_sessions);

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/server.h"
 #include "launch/backend.h"
+#include "metrics/metrics.h"
 #include "regions/region_registry.h"
 #include "rpc/service.h"
 #include "schedule/executor.h"
@@ -26,6 +27,8 @@ struct DaemonOptions {
   uint64_t max_region_bytes = 1ull << 40;
   uint64_t max_queue_depth = 1024;
   int64_t workspace_bytes = 256ll << 20;
+  int metrics_port = 0;  // 0: no metrics endpoint
+  std::string metrics_address = "127.0.0.1";
 };
 
 class Daemon {
@@ -45,6 +48,7 @@ class Daemon {
   absl::Status Assemble(const DaemonOptions& options);
 
   std::string socket_path_;
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<CakegradService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<Backend> backend_;

@@ -186,12 +186,23 @@ grpc::ServerUnaryReactor* CakegradService::ListRegions(grpc::CallbackServerConte
   });
 }
 
+void CakegradService::RecordRun(const std::string& op, const absl::Status& status,
+                                absl::Time start, JobTiming timing) {
+  (status.ok() ? served_ : failed_).fetch_add(1);
+  if (ctx_.metrics == nullptr) return;
+  ctx_.metrics->RecordRun(op, status.code(), timing.queued, timing.compute, absl::Now() - start);
+  ctx_.metrics->SetHoldings(ctx_.sessions->size(), ctx_.regions->size(),
+                            ctx_.regions->mapped_bytes());
+}
+
 grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* context,
                                                const v1::RunRequest* request,
                                                v1::RunResponse* response) {
+  const absl::Time start = absl::Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::string name = "unknown";
   auto fail = [&](const absl::Status& s) {
-    failed_.fetch_add(1);
+    if (ready_.load()) RecordRun(name, s, start);
     reactor->Finish(ToGrpc(s));
     return reactor;
   };
@@ -202,7 +213,7 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   const auto* oneof = v1::RunRequest::descriptor()->FindOneofByName("op");
   const auto* field = refl->GetOneofFieldDescriptor(*request, oneof);
   if (field == nullptr) return fail(absl::InvalidArgumentError("Run: no operator request given"));
-  const std::string& name = field->name();
+  name = field->name();
   const OpSpec* op = FindOp(name);
   if (op == nullptr) {
     return fail(absl::UnimplementedError(absl::StrCat(name, " is not implemented yet")));
@@ -226,15 +237,13 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   Job job;
   job.session_id = request->session_id();
   job.call = std::make_unique<BoundCall>(*std::move(bound));
-  job.done = [this, reactor, response, name](absl::Status status, JobTiming timing) {
+  job.done = [this, reactor, response, name, start](absl::Status status, JobTiming timing) {
     if (status.ok()) {
-      served_.fetch_add(1);
       response->set_operator_(name);
       response->set_queue_us(absl::ToDoubleMicroseconds(timing.queued));
       response->set_compute_us(absl::ToDoubleMicroseconds(timing.compute));
-    } else {
-      failed_.fetch_add(1);
     }
+    RecordRun(name, status, start, timing);
     reactor->Finish(ToGrpc(status));
   };
   if (absl::Status s = (*ctx_.executors)[device]->Submit(std::move(job)); !s.ok()) return fail(s);

@@ -9,6 +9,7 @@
 
 #include "cakegrad/v1/service.grpc.pb.h"
 #include "launch/backend.h"
+#include "metrics/metrics.h"
 #include "regions/region_registry.h"
 #include "schedule/executor.h"
 #include "sessions/session_manager.h"
@@ -20,6 +21,7 @@ struct ServiceContext {
   RegionRegistry* regions = nullptr;
   SessionManager* sessions = nullptr;
   std::vector<std::unique_ptr<Executor>>* executors = nullptr;  // one per device
+  Metrics* metrics = nullptr;
   v1::Limits limits;
 };
 
@@ -60,6 +62,8 @@ class CakegradService final : public v1::Cakegrad::CallbackService {
 
  private:
   absl::Status Ready() const;
+  void RecordRun(const std::string& op, const absl::Status& status, absl::Time start,
+                 JobTiming timing = {});
 
   ServiceContext ctx_;
   std::atomic<bool> ready_{false};

@@ -133,10 +133,11 @@ class Call:
         except TypeError:
             raise self.error(name, f"dtype {_dtypes.dtype_name(x)} is not supported "
                                    "(BF16, FP32, INT32, INT64, UINT8)") from None
-        contiguous = x.is_contiguous() if _dtypes.is_torch_tensor(x) else x.flags.c_contiguous
-        if not contiguous:
-            raise self.error(name, f"must be contiguous (shape {list(_shape(x))}, strides "
-                                   f"{list(x.stride() if _dtypes.is_torch_tensor(x) else x.strides)})")
+        is_torch = _dtypes.is_torch_tensor(x)
+        if not (x.is_contiguous() if is_torch else x.flags.c_contiguous):
+            strides = list(x.stride()) if is_torch else [s // x.itemsize for s in x.strides]
+            raise self.error(name, f"must be contiguous, got shape {list(_shape(x))} with "
+                                   f"element strides {strides}")
         ref = tensor_pb2.TensorRef(dtype=dt.wire, shape=_shape(x))
         nbytes = dt.itemsize * int(np.prod(_shape(x), dtype=np.int64))
         if nbytes == 0:
