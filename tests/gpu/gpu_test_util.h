@@ -34,7 +34,9 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t n) : n_(n) {
-    if (n_ > 0) EXPECT_EQ(cudaMalloc(&ptr_, n_ * sizeof(T)), cudaSuccess);
+    if (n_ > 0) {
+      EXPECT_EQ(cudaMalloc(&ptr_, n_ * sizeof(T)), cudaSuccess);
+    }
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { Upload(host); }
   ~DeviceBuffer() {
@@ -50,16 +52,22 @@ class DeviceBuffer {
 
   void Upload(const std::vector<T>& host) {
     ASSERT_EQ(host.size(), n_);
-    if (n_ > 0) EXPECT_EQ(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    if (n_ > 0) {
+      EXPECT_EQ(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    }
   }
   std::vector<T> Download() const {
     std::vector<T> host(n_);
-    if (n_ > 0) EXPECT_EQ(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    if (n_ > 0) {
+      EXPECT_EQ(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
     return host;
   }
   // Fills every byte with `byte` (0xFF poisons BF16/FP32 with NaNs).
   void Fill(uint8_t byte) {
-    if (n_ > 0) EXPECT_EQ(cudaMemset(ptr_, byte, bytes()), cudaSuccess);
+    if (n_ > 0) {
+      EXPECT_EQ(cudaMemset(ptr_, byte, bytes()), cudaSuccess);
+    }
   }
 
  private:

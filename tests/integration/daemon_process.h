@@ -31,7 +31,10 @@ class DaemonProcess {
     dir_ = dir_template;
     socket_ = dir_ + "/cakegrad.sock";
     log_ = dir_ + "/daemon.log";
-    std::vector<std::string> args = {CAKEGRAD_DAEMON_PATH, "--socket=" + socket_,
+    // $CAKEGRAD_DAEMON overrides the build tree's binary (a packaged build on the GPU machine).
+    const char* daemon = std::getenv("CAKEGRAD_DAEMON");
+    std::vector<std::string> args = {daemon != nullptr ? daemon : CAKEGRAD_DAEMON_PATH,
+                                     "--socket=" + socket_,
                                      "--backend=host", "--log_level=info"};
     for (auto& f : extra_flags) args.push_back(f);
     std::vector<char*> argv;

@@ -1,0 +1,241 @@
+// Times the KDA CUDA forward and backward at the three tuned shapes: median over timed runs
+// (CUDA events, after warm-up), achieved TFLOP/s and GB/s, and the ratio to the floor.
+//
+// FLOPs count the exact recurrence's state work per token and head (an FMA is 2):
+//   forward  7 per state element (decay 1, S kh 2, rank-1 update 2, S qh 2),
+//   backward 20 per state element (the forward-recompute pass 5, then dS += do qh 2, du 2,
+//            dS u 2, dpred S 2, dSd 2, dSd S 2, dS *= d 1, do S 2)
+// which is FP32 FMA work (the exact FP32-state recurrence has no tensor-core form), so the
+// compute floor uses the FP32 rate. Bytes are the tensors each pass must read and write once.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cakegrad/kernels/kda.h"
+
+namespace {
+
+using cakegrad::kernels::DType;
+using cakegrad::kernels::KdaBackwardCuda;
+using cakegrad::kernels::KdaBackwardWorkspaceBytes;
+using cakegrad::kernels::KdaBwdParams;
+using cakegrad::kernels::KdaForwardCuda;
+using cakegrad::kernels::KdaFwdParams;
+using cakegrad::kernels::Status;
+
+constexpr double kFp32FlopsPerS = 67e12;  // H200 SXM datasheet FP32 (non-tensor)
+constexpr double kBytesPerS = 4.8e12;     // H200 HBM3e datasheet
+constexpr int64_t kD = 128;
+
+#define BENCH_CUDA(expr)                                                                        \
+  do {                                                                                          \
+    cudaError_t e = (expr);                                                                     \
+    if (e != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e)); \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+template <typename T>
+T* Alloc(size_t n) {
+  T* p = nullptr;
+  BENCH_CUDA(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
+  return p;
+}
+
+// Random BF16 N(0,1) (never zeros: they can run faster than real data).
+uint16_t* RandomBf16(size_t n, std::mt19937& rng, float stddev = 1.0f) {
+  std::normal_distribution<float> dist(0.f, stddev);
+  std::vector<uint16_t> h(n);
+  for (auto& x : h) {
+    const float f = dist(rng);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    x = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  }
+  uint16_t* d = Alloc<uint16_t>(n);
+  BENCH_CUDA(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+
+float* RandomF32(size_t n, std::mt19937& rng, float lo, float hi, bool normal) {
+  std::normal_distribution<float> nd(lo, hi);
+  std::uniform_real_distribution<float> ud(lo, hi);
+  std::vector<float> h(n);
+  for (auto& x : h) x = normal ? nd(rng) : ud(rng);
+  float* d = Alloc<float>(n);
+  BENCH_CUDA(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <typename Fn>
+double MedianMs(const Fn& fn, int warmup, int reps) {
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < warmup; ++i) fn();
+  BENCH_CUDA(cudaDeviceSynchronize());
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    BENCH_CUDA(cudaEventRecord(a));
+    fn();
+    BENCH_CUDA(cudaEventRecord(b));
+    BENCH_CUDA(cudaEventSynchronize(b));
+    float t = 0.f;
+    BENCH_CUDA(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  BENCH_CUDA(cudaEventDestroy(a));
+  BENCH_CUDA(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+struct Case {
+  std::string name;
+  int64_t T, H, docs;  // docs > 1: equal-length packed documents with int64 cu_seqlens
+  double fwd_target_ms, bwd_target_ms;
+};
+
+void Run(const Case& c) {
+  std::mt19937 rng(1234 + static_cast<unsigned>(c.T * c.H));
+  const int64_t N = c.docs;
+  const size_t tok = c.T * c.H * kD;
+  uint16_t* q = RandomBf16(tok, rng);
+  uint16_t* k = RandomBf16(tok, rng);
+  uint16_t* v = RandomBf16(tok, rng);
+  uint16_t* g = RandomBf16(tok, rng);
+  uint16_t* beta = RandomBf16(c.T * c.H, rng);
+  uint16_t* d_o = RandomBf16(tok, rng);
+  float* A_log = RandomF32(c.H, rng, -1.f, 1.f, false);
+  float* dt_bias = RandomF32(c.H * kD, rng, 0.f, 0.5f, true);
+  float* s0 = RandomF32(N * c.H * kD * kD, rng, 0.f, 0.1f, true);
+  float* dfs = RandomF32(N * c.H * kD * kD, rng, 0.f, 1.f, true);
+  int64_t* cu = nullptr;
+  if (N > 1) {
+    std::vector<int64_t> h(N + 1);
+    for (int64_t i = 0; i <= N; ++i) h[i] = i * c.T / N;
+    cu = Alloc<int64_t>(N + 1);
+    BENCH_CUDA(cudaMemcpy(cu, h.data(), (N + 1) * 8, cudaMemcpyHostToDevice));
+  }
+  uint16_t* o = Alloc<uint16_t>(tok);
+  float* fs = Alloc<float>(N * c.H * kD * kD);
+  uint16_t *dq = Alloc<uint16_t>(tok), *dk = Alloc<uint16_t>(tok), *dv = Alloc<uint16_t>(tok),
+           *dg = Alloc<uint16_t>(tok), *dbeta = Alloc<uint16_t>(c.T * c.H);
+  float *dA = Alloc<float>(c.H), *ddt = Alloc<float>(c.H * kD),
+        *ds0 = Alloc<float>(N * c.H * kD * kD);
+  const int64_t num_docs = N > 1 ? N : 0;
+  const int64_t wsb = KdaBackwardWorkspaceBytes(1, c.T, c.H, num_docs);
+  void* ws = Alloc<uint8_t>(static_cast<size_t>(wsb));
+
+  KdaFwdParams f;
+  f.q = q;
+  f.k = k;
+  f.v = v;
+  f.g = g;
+  f.beta = beta;
+  f.A_log = A_log;
+  f.dt_bias = dt_bias;
+  f.initial_state = s0;
+  f.cu_seqlens = cu;
+  f.seqlens_dtype = DType::kINT64;
+  f.o = o;
+  f.final_state = fs;
+  f.B = 1;
+  f.T = c.T;
+  f.H = c.H;
+  f.num_docs = num_docs;
+  KdaBwdParams b;
+  b.q = q;
+  b.k = k;
+  b.v = v;
+  b.g = g;
+  b.beta = beta;
+  b.A_log = A_log;
+  b.dt_bias = dt_bias;
+  b.initial_state = s0;
+  b.d_o = d_o;
+  b.dfinal_state = dfs;
+  b.cu_seqlens = cu;
+  b.seqlens_dtype = DType::kINT64;
+  b.dq = dq;
+  b.dk = dk;
+  b.dv = dv;
+  b.dg = dg;
+  b.dbeta = dbeta;
+  b.dA_log = dA;
+  b.ddt_bias = ddt;
+  b.dinitial_state = ds0;
+  b.workspace = ws;
+  b.workspace_bytes = wsb;
+  b.B = 1;
+  b.T = c.T;
+  b.H = c.H;
+  b.num_docs = num_docs;
+
+  auto check = [](const Status& s) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "kda: %s\n", s.message().c_str());
+      std::exit(1);
+    }
+  };
+  const double fwd = MedianMs([&] { check(KdaForwardCuda(f, nullptr)); }, 3, 15);
+  const double bwd = MedianMs([&] { check(KdaBackwardCuda(b, nullptr)); }, 3, 15);
+  BENCH_CUDA(cudaGetLastError());
+  BENCH_CUDA(cudaDeviceSynchronize());
+
+  const double pairs = static_cast<double>(c.T) * c.H;
+  const double state = static_cast<double>(N) * c.H * kD * kD * 4;
+  const double fwd_flop = pairs * kD * kD * 7;
+  const double bwd_flop = pairs * kD * kD * 20;
+  // fwd: q k v g (bf16) + beta in, o out, initial and final state.
+  const double fwd_bytes = pairs * (5 * kD * 2 + 2) + 2 * state;
+  // bwd: q k v g do + beta in, dq dk dv dg + dbeta out, initial, dfinal, dinitial states.
+  const double bwd_bytes = pairs * (9 * kD * 2 + 4) + 3 * state;
+  auto line = [&](const char* dir, double ms, double flop, double bytes, double target) {
+    const double floor_ms = 1e3 * std::max(flop / kFp32FlopsPerS, bytes / kBytesPerS);
+    std::printf(
+        "%-28s %s  median %8.3f ms  %6.2f TFLOP/s  %7.1f GB/s  floor %6.3f ms  "
+        "x%5.2f floor  target %5.2f ms %s\n",
+        c.name.c_str(), dir, ms, flop / ms / 1e9, bytes / ms / 1e6, floor_ms, ms / floor_ms, target,
+        ms <= target ? "MET" : "missed");
+  };
+  line("fwd", fwd, fwd_flop, fwd_bytes, c.fwd_target_ms);
+  line("bwd", bwd, bwd_flop, bwd_bytes, c.bwd_target_ms);
+
+  for (void* p : {static_cast<void*>(q),     static_cast<void*>(k),
+                  static_cast<void*>(v),     static_cast<void*>(g),
+                  static_cast<void*>(beta),  static_cast<void*>(d_o),
+                  static_cast<void*>(A_log), static_cast<void*>(dt_bias),
+                  static_cast<void*>(s0),    static_cast<void*>(dfs),
+                  static_cast<void*>(cu),    static_cast<void*>(o),
+                  static_cast<void*>(fs),    static_cast<void*>(dq),
+                  static_cast<void*>(dk),    static_cast<void*>(dv),
+                  static_cast<void*>(dg),    static_cast<void*>(dbeta),
+                  static_cast<void*>(dA),    static_cast<void*>(ddt),
+                  static_cast<void*>(ds0),   ws}) {
+    if (p != nullptr) BENCH_CUDA(cudaFree(p));
+  }
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop;
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const std::vector<Case> cases = {
+      {"B1 T8192 H32", 8192, 32, 1, 0.97, 2.6},
+      {"B1 T32768 H16", 32768, 16, 1, 2.24, 5.6},
+      {"16 docs x 2048 H16 (packed)", 32768, 16, 16, 1.87, 5.3},
+  };
+  for (const Case& c : cases) Run(c);
+  return 0;
+}

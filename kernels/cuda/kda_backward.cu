@@ -1,0 +1,494 @@
+// KDA backward: the adjoint recurrence, split over the 128 state rows by a cluster of CTAs.
+//
+// Three launches on the caller's stream:
+//  1. the forward pass in recompute mode (kda_forward.cu) saves the state at every
+//     kCheckpointInterval-th token of each document and the residual w = v - S_decayed kh of
+//     every token (so the states can be rebuilt later without any cross-row reduction);
+//  2. KdaBackwardKernel: one cluster of kClusterSize CTAs per (document, head), each CTA owning
+//     kRowsPerCta state rows. Thread (half, k) keeps column k of kRowsPerThread rows of dS in
+//     registers. Chunks are walked backwards; a chunk's states are rebuilt from its checkpoint
+//     (sub-chunk checkpoints in shared memory, the sub-chunk's states in registers), then each
+//     token's adjoint step runs with one 128-thread reduction (du, a sum over k). The sums over
+//     rows (dqh, dkh, d(decay), dbeta) are exact per-CTA partials in shared memory; after each
+//     sub-chunk the cluster syncs and CTA r adds the partials of the sub-chunk's token r from all
+//     CTAs through distributed shared memory in rank order, and finishes that token (norms,
+//     gate, sigmoid chain rules). No atomics; every sum has a fixed order.
+//  3. KdaParamReduceKernel adds the per-CTA dA_log / ddt_bias partials in a fixed order.
+#include <cooperative_groups.h>
+
+#include <atomic>
+
+#include "kda_common.cuh"
+
+namespace cg = cooperative_groups;
+
+namespace cakegrad::kernels {
+namespace kda_cuda {
+namespace {
+
+struct BwdTraits {
+  static constexpr int kClusterSize = static_cast<int>(kda_layout::kRowSplit);
+  static constexpr int kRowsPerCta = kDim / kClusterSize;
+  static constexpr int kHalves = 2;  // thread groups of 128 (one column each), splitting rows
+  static constexpr int kThreads = kHalves * kDim;
+  static constexpr int kRowsPerThread = kRowsPerCta / kHalves;
+  static constexpr int kWarpsPerHalf = kDim / 32;
+  static constexpr int kChunk = static_cast<int>(kda_layout::kCheckpointInterval);
+  static constexpr int kSub = kClusterSize;  // CTA r of the cluster finishes token r of a sub-chunk
+  static constexpr int kSubPerChunk = kChunk / kSub;
+  static_assert(kClusterSize * kRowsPerCta == kDim, "the cluster covers all rows");
+  static_assert(kClusterSize <= 8, "portable cluster size");
+  static_assert(kHalves * kRowsPerThread == kRowsPerCta, "halves cover the CTA's rows");
+  static_assert(kRowsPerThread == 8, "the transposed warp reduction handles 8 rows");
+  static_assert(kChunk % kSub == 0, "chunks are whole sub-chunks");
+  static_assert(kDim % 32 == 0, "whole warps per half");
+};
+
+struct BwdSmem {
+  // Per-token vectors of the current chunk.
+  float kh[BwdTraits::kChunk][kDim];
+  float qh[BwdTraits::kChunk][kDim];
+  float d[BwdTraits::kChunk][kDim];
+  float bt[BwdTraits::kChunk];
+  float rq[BwdTraits::kChunk];
+  float rk[BwdTraits::kChunk];
+  // Per-token values of this CTA's rows.
+  float u[BwdTraits::kChunk][BwdTraits::kRowsPerCta];
+  float sdo[BwdTraits::kChunk][BwdTraits::kRowsPerCta];  // scale * do
+  float w[BwdTraits::kChunk][BwdTraits::kRowsPerCta];
+  float sdu[BwdTraits::kChunk][BwdTraits::kHalves];  // sum over a half's rows of sdo * u
+  // States at the sub-chunk starts, [sub-chunk][row in thread][thread].
+  float subck[BwdTraits::kSubPerChunk][BwdTraits::kRowsPerThread][BwdTraits::kThreads];
+  // du reduction across a half's warps, double-buffered by token parity.
+  float red[2][BwdTraits::kHalves * BwdTraits::kWarpsPerHalf][BwdTraits::kRowsPerThread];
+  // Row-sum partials of the sub-chunk's tokens: [token][half][dqh, dkh, dd][k], and dbeta.
+  float part[BwdTraits::kSub][BwdTraits::kHalves][3][kDim];
+  float pbt[BwdTraits::kSub][BwdTraits::kHalves];
+  float fin[BwdTraits::kHalves][BwdTraits::kWarpsPerHalf];
+};
+
+struct BwdArgs {
+  KdaShape s;
+  const uint16_t* q;
+  const uint16_t* k;
+  const uint16_t* g;
+  const uint16_t* beta;
+  const float* A_log;
+  const float* dt_bias;
+  const uint16_t* d_o;
+  const float* dfinal_state;  // nullable: zeros
+  const float* checkpoints;
+  const float* residual;
+  uint16_t* dq;
+  uint16_t* dk;
+  uint16_t* dv;
+  uint16_t* dg;
+  uint16_t* dbeta;
+  float* dinitial_state;
+  double* param_partials;  // [N, H, kClusterSize, 2, 128]
+};
+
+// Barrier of one half's 128 threads (ids 1 and 2; 0 is __syncthreads).
+__device__ __forceinline__ void HalfBarrier(int half) {
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + half), "r"(kDim) : "memory");
+}
+
+// Sums v[0..7] over the 32 lanes of a warp with 9 shuffles: after the three halving steps lane l
+// holds (a partial of) row (l >> 2) & 7, and two plain xor steps finish it.
+__device__ __forceinline__ float WarpSum8Transposed(const float (&v)[8], int lane) {
+  float b[4], c[2];
+  const bool hi16 = (lane & 16) != 0;
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const float send = hi16 ? v[m] : v[m + 4];
+    const float keep = hi16 ? v[m + 4] : v[m];
+    b[m] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+  }
+  const bool hi8 = (lane & 8) != 0;
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+    const float send = hi8 ? b[m] : b[m + 2];
+    const float keep = hi8 ? b[m + 2] : b[m];
+    c[m] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+  }
+  const bool hi4 = (lane & 4) != 0;
+  const float send = hi4 ? c[0] : c[1];
+  float x = (hi4 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, send, 4);
+  x += __shfl_xor_sync(0xffffffffu, x, 2);
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x;
+}
+
+// Sum over the 128 threads of one half, in a fixed order; every thread of the half gets it.
+__device__ __forceinline__ float HalfSum(float x, int half, int warp, int lane, BwdSmem& sm) {
+  x = WarpSum(x);
+  if (lane == 0) sm.fin[half][warp % BwdTraits::kWarpsPerHalf] = x;
+  HalfBarrier(half);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < BwdTraits::kWarpsPerHalf; ++i) s += sm.fin[half][i];
+  return s;
+}
+
+__global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
+    __launch_bounds__(BwdTraits::kThreads, 2) KdaBackwardKernel(const __grid_constant__ BwdArgs a) {
+  using Tr = BwdTraits;
+  constexpr int R = Tr::kRowsPerThread;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  BwdSmem& sm = *reinterpret_cast<BwdSmem*>(smem_raw);
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t h = blockIdx.y;
+  const int64_t n = blockIdx.z;
+  const int64_t H = a.s.H;
+  const int tid = threadIdx.x;
+  const int k = tid % kDim;
+  const int half = tid / kDim;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int hrow = half * R;                       // first row of this half, CTA-local
+  const int row0 = rank * Tr::kRowsPerCta + hrow;  // first row of this thread, global
+
+  int64_t bos, eos;
+  DocBounds(a.s, n, &bos, &eos);
+
+  const int64_t state_off = (n * H + h) * kDimSq;
+  float dS[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    dS[i] = a.dfinal_state != nullptr ? a.dfinal_state[state_off + (row0 + i) * kDim + k] : 0.f;
+  }
+  const float exp_a = expf(a.A_log[h]);
+  const float* dt_bias_h = a.dt_bias + h * kDim;
+  const float lb = a.s.lower_bound;
+  double p_dt = 0.0, p_alog = 0.0;  // this CTA's ddt_bias[k] / dA_log terms (half 1 finishes)
+
+  const int64_t chunks = (eos - bos + Tr::kChunk - 1) / Tr::kChunk;
+  for (int64_t c = chunks - 1; c >= 0; --c) {
+    const int64_t tc0 = bos + c * Tr::kChunk;
+    const int nc = static_cast<int>(min(int64_t{Tr::kChunk}, eos - tc0));
+    __syncthreads();  // the previous chunk's vectors are no longer read
+    for (int tb = warp; tb < nc; tb += Tr::kThreads / 32) {
+      const TokenScalars ts = ComputeToken(LoadToken(a.q, a.k, a.g, a.beta, tc0 + tb, H, h),
+                                           reinterpret_cast<const float4*>(dt_bias_h)[lane], exp_a,
+                                           lb, sm.kh[tb], sm.qh[tb], sm.d[tb]);
+      if (lane == 0) {
+        sm.bt[tb] = ts.bt;
+        sm.rq[tb] = ts.rq;
+        sm.rk[tb] = ts.rk;
+      }
+    }
+    __syncthreads();
+    for (int idx = tid; idx < nc * Tr::kRowsPerCta; idx += Tr::kThreads) {
+      const int tb = idx / Tr::kRowsPerCta;
+      const int r = idx % Tr::kRowsPerCta;
+      const int64_t gi = ((tc0 + tb) * H + h) * kDim + rank * Tr::kRowsPerCta + r;
+      const float w = a.residual[gi];
+      sm.w[tb][r] = w;
+      sm.u[tb][r] = __fmul_rn(sm.bt[tb], w);
+      sm.sdo[tb][r] = a.s.scale * Bf16(a.d_o[gi]);
+    }
+    __syncthreads();
+    if (tid < nc * Tr::kHalves) {
+      const int tb = tid / Tr::kHalves;
+      const int hf = tid % Tr::kHalves;
+      float s = 0.f;
+#pragma unroll
+      for (int i = 0; i < R; ++i) s = fmaf(sm.sdo[tb][hf * R + i], sm.u[tb][hf * R + i], s);
+      sm.sdu[tb][hf] = s;
+    }
+
+    // Rebuild the chunk forward from its checkpoint, keeping the sub-chunk starts.
+    float S[R];
+    {
+      const int64_t slot =
+          bos / kda_layout::kCheckpointInterval + n + (tc0 - bos) / kda_layout::kCheckpointInterval;
+      const float* ck = a.checkpoints + (slot * H + h) * kDimSq;
+#pragma unroll
+      for (int i = 0; i < R; ++i) S[i] = ck[(row0 + i) * kDim + k];
+    }
+    for (int tb = 0; tb < nc; ++tb) {
+      if (tb % Tr::kSub == 0) {
+#pragma unroll
+        for (int i = 0; i < R; ++i) sm.subck[tb / Tr::kSub][i][tid] = S[i];
+      }
+      const float dk_ = sm.d[tb][k];
+      const float kh = sm.kh[tb][k];
+#pragma unroll
+      for (int i = 0; i < R; ++i) S[i] = StateStep(S[i], dk_, sm.u[tb][hrow + i], kh);
+    }
+    __syncthreads();  // sdu
+
+    const int nsub = (nc + Tr::kSub - 1) / Tr::kSub;
+    for (int sc = nsub - 1; sc >= 0; --sc) {
+      const int ns = min(Tr::kSub, nc - sc * Tr::kSub);
+      // Sb[j] = state before token j of the sub-chunk.
+      float Sb[Tr::kSub][R];
+#pragma unroll
+      for (int i = 0; i < R; ++i) S[i] = sm.subck[sc][i][tid];
+#pragma unroll
+      for (int j = 0; j < Tr::kSub; ++j) {
+        if (j < ns) {
+          const int tb = sc * Tr::kSub + j;
+          const float dk_ = sm.d[tb][k];
+          const float kh = sm.kh[tb][k];
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            Sb[j][i] = S[i];
+            S[i] = StateStep(S[i], dk_, sm.u[tb][hrow + i], kh);
+          }
+        }
+      }
+#pragma unroll
+      for (int j = Tr::kSub - 1; j >= 0; --j) {
+        if (j < ns) {
+          const int tb = sc * Tr::kSub + j;
+          const int64_t t = tc0 + tb;
+          const float dk_ = sm.d[tb][k];
+          const float kh = sm.kh[tb][k];
+          const float qh = sm.qh[tb][k];
+          const float bt = sm.bt[tb];
+          float sdo[R], u[R];
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            sdo[i] = sm.sdo[tb][hrow + i];
+            u[i] = sm.u[tb][hrow + i];
+          }
+          // o_t = scale * S_t qh: dS_t += sdo qh^T; dqh uses S_t = S_prev * d + u kh^T.
+          float X = 0.f, W = 0.f, p[R];
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            X = fmaf(sdo[i], Sb[j][i], X);
+            dS[i] = fmaf(sdo[i], qh, dS[i]);
+            p[i] = dS[i] * kh;
+            W = fmaf(dS[i], u[i], W);
+          }
+          // du[v] = sum_k dS_t[v, k] kh[k]: warp, then the half's 4 warps in order.
+          const float wsum = WarpSum8Transposed(p, lane);
+          const int buf = j & 1;
+          if ((lane & 3) == 0) sm.red[buf][warp][(lane >> 2) & 7] = wsum;
+          HalfBarrier(half);
+          float du[R];
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            float s = 0.f;
+#pragma unroll
+            for (int ww = 0; ww < Tr::kWarpsPerHalf; ++ww) {
+              s += sm.red[buf][half * Tr::kWarpsPerHalf + ww][i];
+            }
+            du[i] = s;
+          }
+          if (k == 0) {
+            // dv = bt du; dbeta's row sum du . w.
+            uint32_t packed[R / 2];
+            float pb = 0.f;
+#pragma unroll
+            for (int i = 0; i < R; i += 2) {
+              packed[i / 2] =
+                  uint32_t(ToBf16(bt * du[i])) | (uint32_t(ToBf16(bt * du[i + 1])) << 16);
+            }
+#pragma unroll
+            for (int i = 0; i < R; ++i) pb = fmaf(du[i], sm.w[tb][hrow + i], pb);
+            *reinterpret_cast<uint4*>(a.dv + (t * H + h) * kDim + row0) =
+                make_uint4(packed[0], packed[1], packed[2], packed[3]);
+            sm.pbt[j][half] = pb;
+          }
+          float Y = 0.f, Z = 0.f;
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            const float dpred = -bt * du[i];
+            Y = fmaf(dpred, Sb[j][i], Y);
+            const float dsd = fmaf(dpred, kh, dS[i]);
+            Z = fmaf(dsd, Sb[j][i], Z);
+            dS[i] = dsd * dk_;
+          }
+          sm.part[j][half][0][k] = fmaf(dk_, X, kh * sm.sdu[tb][half]);
+          sm.part[j][half][1][k] = fmaf(dk_, Y, W);
+          sm.part[j][half][2][k] = Z;
+        }
+      }
+
+      cluster.sync();  // every CTA's partials of this sub-chunk are visible cluster-wide
+      if (rank < ns) {
+        const int tb = sc * Tr::kSub + rank;
+        const int64_t t = tc0 + tb;
+        const int64_t gi = (t * H + h) * kDim + k;
+        if (half == 0) {
+          float dqh = 0.f;
+          for (int src = 0; src < Tr::kClusterSize; ++src) {
+            const BwdSmem* rs = cluster.map_shared_rank(&sm, src);
+#pragma unroll
+            for (int hf = 0; hf < Tr::kHalves; ++hf) dqh += rs->part[rank][hf][0][k];
+          }
+          const float qh = sm.qh[tb][k];
+          const float qd = HalfSum(qh * dqh, half, warp, lane, sm);
+          a.dq[gi] = ToBf16((dqh - qh * qd) * sm.rq[tb]);
+          if (k == 0) {
+            float dbt = 0.f;
+            for (int src = 0; src < Tr::kClusterSize; ++src) {
+              const BwdSmem* rs = cluster.map_shared_rank(&sm, src);
+#pragma unroll
+              for (int hf = 0; hf < Tr::kHalves; ++hf) dbt += rs->pbt[rank][hf];
+            }
+            const float bt = sm.bt[tb];
+            a.dbeta[t * H + h] = ToBf16(dbt * bt * (1.f - bt));
+          }
+        } else {
+          float dkh = 0.f, dd = 0.f;
+          for (int src = 0; src < Tr::kClusterSize; ++src) {
+            const BwdSmem* rs = cluster.map_shared_rank(&sm, src);
+#pragma unroll
+            for (int hf = 0; hf < Tr::kHalves; ++hf) {
+              dkh += rs->part[rank][hf][1][k];
+              dd += rs->part[rank][hf][2][k];
+            }
+          }
+          const float kh = sm.kh[tb][k];
+          const float kd = HalfSum(kh * dkh, half, warp, lane, sm);
+          a.dk[gi] = ToBf16((dkh - kh * kd) * sm.rk[tb]);
+          // d = exp(lb * sigmoid(z)), z = exp(A_log) (g + dt_bias): dz, then dg = dz exp(A_log).
+          const float z = exp_a * (Bf16(a.g[gi]) + dt_bias_h[k]);
+          const float sg = SigmoidF(z);
+          const float dz = dd * sm.d[tb][k] * lb * sg * (1.f - sg);
+          const float dgv = dz * exp_a;
+          a.dg[gi] = ToBf16(dgv);
+          p_dt += static_cast<double>(dgv);
+          p_alog += static_cast<double>(dz) * static_cast<double>(z);
+        }
+      }
+      cluster.sync();  // nobody reads this sub-chunk's partials any more
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    if (a.dinitial_state != nullptr) a.dinitial_state[state_off + (row0 + i) * kDim + k] = dS[i];
+  }
+  if (half == 1) {
+    double* pp = a.param_partials + ((n * H + h) * Tr::kClusterSize + rank) * 2 * kDim;
+    pp[k] = p_dt;
+    pp[kDim + k] = p_alog;
+  }
+}
+
+// ddt_bias[h, k] and dA_log[h]: fixed-order sums of the per-CTA partials over documents and
+// ranks, then over k for dA_log.
+__global__ void __launch_bounds__(kDim)
+    KdaParamReduceKernel(const double* __restrict__ pp, int64_t N, int64_t H, float* dA_log,
+                         float* ddt_bias) {
+  __shared__ double warp_sums[kDim / 32];
+  const int64_t h = blockIdx.x;
+  const int k = threadIdx.x;
+  double sdt = 0.0, sa = 0.0;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int r = 0; r < BwdTraits::kClusterSize; ++r) {
+      const double* p = pp + ((n * H + h) * BwdTraits::kClusterSize + r) * 2 * kDim;
+      sdt += p[k];
+      sa += p[kDim + k];
+    }
+  }
+  ddt_bias[h * kDim + k] = static_cast<float>(sdt);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o);
+  if ((k & 31) == 0) warp_sums[k >> 5] = sa;
+  __syncthreads();
+  if (k == 0) {
+    double s = 0.0;
+#pragma unroll
+    for (int i = 0; i < kDim / 32; ++i) s += warp_sums[i];
+    dA_log[h] = static_cast<float>(s);
+  }
+}
+
+// Raises the backward kernel's dynamic shared-memory limit once per device, so that calls made
+// during CUDA-graph capture (after an eager warm-up) issue no attribute calls.
+Status AllowBackwardSmem(int bytes) {
+  static std::atomic<uint64_t> done_devices{0};
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess)
+    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  if (bit != 0 && (done_devices.load(std::memory_order_acquire) & bit) != 0) return OkStatus();
+  err = cudaFuncSetAttribute(KdaBackwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
+  }
+  done_devices.fetch_or(bit, std::memory_order_acq_rel);
+  return OkStatus();
+}
+
+}  // namespace
+}  // namespace kda_cuda
+
+Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
+  using kda_cuda::BwdTraits;
+  kda_cuda::FwdArgs f{};
+  Status st = kda_cuda::MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
+                                  p.lower_bound, p.device_status, &f.s);
+  if (!st.ok()) return st;
+  const int64_t tokens = f.s.total_tokens;
+  if (tokens > 0 && (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.g == nullptr ||
+                     p.beta == nullptr || p.d_o == nullptr || p.dq == nullptr || p.dk == nullptr ||
+                     p.dv == nullptr || p.dg == nullptr || p.dbeta == nullptr)) {
+    return InvalidArgument("kda: q, k, v, g, beta, d_o and dq, dk, dv, dg, dbeta are required");
+  }
+  if (p.A_log == nullptr || p.dt_bias == nullptr || p.dA_log == nullptr || p.ddt_bias == nullptr ||
+      p.dinitial_state == nullptr) {
+    return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
+  }
+  const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
+  if (p.workspace == nullptr || p.workspace_bytes < layout.total) {
+    return ResourceExhausted("kda: backward workspace needs " + std::to_string(layout.total) +
+                             " bytes, got " + std::to_string(p.workspace_bytes));
+  }
+  char* ws = static_cast<char*>(p.workspace);
+  f.q = p.q;
+  f.k = p.k;
+  f.v = p.v;
+  f.g = p.g;
+  f.beta = p.beta;
+  f.A_log = p.A_log;
+  f.dt_bias = p.dt_bias;
+  f.initial_state = p.initial_state;
+  f.checkpoints = reinterpret_cast<float*>(ws + layout.checkpoints);
+  f.residual = reinterpret_cast<float*>(ws + layout.residual);
+  double* partials = reinterpret_cast<double*>(ws + layout.param_partials);
+
+  if (f.s.N > 0) {
+    Status fwd = kda_cuda::LaunchForwardPass(f, /*recompute=*/true, stream);
+    if (!fwd.ok()) return fwd;
+    kda_cuda::BwdArgs b{};
+    b.s = f.s;
+    b.q = p.q;
+    b.k = p.k;
+    b.g = p.g;
+    b.beta = p.beta;
+    b.A_log = p.A_log;
+    b.dt_bias = p.dt_bias;
+    b.d_o = p.d_o;
+    b.dfinal_state = p.dfinal_state;
+    b.checkpoints = f.checkpoints;
+    b.residual = f.residual;
+    b.dq = p.dq;
+    b.dk = p.dk;
+    b.dv = p.dv;
+    b.dg = p.dg;
+    b.dbeta = p.dbeta;
+    b.dinitial_state = p.dinitial_state;
+    b.param_partials = partials;
+    constexpr int kSmem = static_cast<int>(sizeof(kda_cuda::BwdSmem));
+    Status attr = kda_cuda::AllowBackwardSmem(kSmem);
+    if (!attr.ok()) return attr;
+    const dim3 grid(BwdTraits::kClusterSize, static_cast<unsigned>(f.s.H),
+                    static_cast<unsigned>(f.s.N));
+    kda_cuda::KdaBackwardKernel<<<grid, BwdTraits::kThreads, kSmem, stream>>>(b);
+    Status bwd = kda_cuda::CheckLaunch("the backward");
+    if (!bwd.ok()) return bwd;
+  }
+  kda_cuda::KdaParamReduceKernel<<<static_cast<unsigned>(f.s.H), kda_cuda::kDim, 0, stream>>>(
+      partials, f.s.N, f.s.H, p.dA_log, p.ddt_bias);
+  return kda_cuda::CheckLaunch("the parameter reduce");
+}
+
+}  // namespace cakegrad::kernels

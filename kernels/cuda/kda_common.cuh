@@ -1,0 +1,219 @@
+// Device pieces shared by the KDA forward and backward kernels: document bounds with clamping,
+// the per-token preprocessing (L2 norms, gate, beta), and the exact FP32 state step both kernels
+// must repeat bit for bit.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "../reference/kda_layout.h"
+#include "cakegrad/kernels/kda.h"
+
+namespace cakegrad::kernels::kda_cuda {
+
+constexpr int kDim = kKdaHeadDim;
+constexpr int kDimSq = kDim * kDim;
+
+// Shapes and scalars common to every KDA kernel, passed by value.
+struct KdaShape {
+  const void* cu_seqlens;  // nullptr: document n is tokens [n*T, n*T + T)
+  int is_int64;            // cu_seqlens dtype
+  int64_t T;               // tokens per batch row (without cu_seqlens)
+  int64_t total_tokens;    // B * T
+  int64_t H;
+  int64_t N;  // documents
+  float scale;
+  float lower_bound;
+  uint32_t* device_status;
+};
+
+__device__ __forceinline__ float Bf16(uint16_t x) { return __uint_as_float(uint32_t(x) << 16); }
+
+__device__ __forceinline__ uint16_t ToBf16(float x) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+// Document n's tokens [*bos, *eos), clamped into [0, total_tokens] and non-decreasing, so no
+// access can leave the tensors; malformed offsets raise kDeviceStatusBadCuSeqlens.
+__device__ __forceinline__ void DocBounds(const KdaShape& s, int64_t n, int64_t* bos,
+                                          int64_t* eos) {
+  if (s.cu_seqlens == nullptr) {
+    *bos = n * s.T;
+    *eos = *bos + s.T;
+    return;
+  }
+  int64_t a, b;
+  if (s.is_int64) {
+    a = static_cast<const int64_t*>(s.cu_seqlens)[n];
+    b = static_cast<const int64_t*>(s.cu_seqlens)[n + 1];
+  } else {
+    a = static_cast<const int32_t*>(s.cu_seqlens)[n];
+    b = static_cast<const int32_t*>(s.cu_seqlens)[n + 1];
+  }
+  const bool bad = (n == 0 && a != 0) || (n == s.N - 1 && b != s.total_tokens) || b < a || a < 0 ||
+                   b > s.total_tokens;
+  if (bad && s.device_status != nullptr && threadIdx.x == 0) {
+    atomicOr(s.device_status, kDeviceStatusBadCuSeqlens);
+  }
+  *bos = min(max(a, int64_t{0}), s.total_tokens);
+  *eos = min(max(b, *bos), s.total_tokens);
+}
+
+__device__ __forceinline__ float WarpSum(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+__device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// One token of one head is prepared by one full warp: lane l owns k = 4l .. 4l+3. The raw
+// loads are split from the arithmetic so a warp can have several tokens' loads in flight.
+struct RawToken {
+  uint2 q, k, g;  // 4 BF16 each
+  float beta;
+};
+
+__device__ __forceinline__ RawToken LoadToken(const uint16_t* q, const uint16_t* k,
+                                              const uint16_t* g, const uint16_t* beta, int64_t t,
+                                              int64_t H, int64_t h) {
+  const int lane = threadIdx.x & 31;
+  const int64_t base = (t * H + h) * kDim + 4 * lane;
+  RawToken r;
+  r.q = *reinterpret_cast<const uint2*>(q + base);
+  r.k = *reinterpret_cast<const uint2*>(k + base);
+  r.g = *reinterpret_cast<const uint2*>(g + base);
+  r.beta = Bf16(beta[t * H + h]);
+  return r;
+}
+
+struct TokenScalars {
+  float rq, rk, bt;
+  float qk;  // kh . qh
+};
+
+// Writes kh, qh and the decay d = exp(gl) (128 floats each) and returns the token's scalars.
+// dtb is this lane's dt_bias[h, 4l .. 4l+3]. The forward and the backward both call exactly this,
+// so their kh, d and bt agree bit for bit.
+__device__ __forceinline__ TokenScalars ComputeToken(const RawToken& r, float4 dtb, float exp_a,
+                                                     float lower_bound, float* kh, float* qh,
+                                                     float* d) {
+  const int lane = threadIdx.x & 31;
+  const float qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
+                       Bf16(r.q.y >> 16)};
+  const float kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
+                       Bf16(r.k.y >> 16)};
+  const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
+                       Bf16(r.g.y >> 16)};
+  const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
+  float sq = 0.f, sk = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sq = fmaf(qf[i], qf[i], sq);
+    sk = fmaf(kf[i], kf[i], sk);
+  }
+  sq = WarpSum(sq);
+  sk = WarpSum(sk);
+  TokenScalars ts;
+  ts.rq = 1.0f / sqrtf(sq + 1e-6f);
+  ts.rk = 1.0f / sqrtf(sk + 1e-6f);
+  ts.bt = SigmoidF(r.beta);
+  float4 khv, qhv, dv;
+  float* khp = &khv.x;
+  float* qhp = &qhv.x;
+  float* dp = &dv.x;
+  float qk = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    khp[i] = kf[i] * ts.rk;
+    qhp[i] = qf[i] * ts.rq;
+    qk = fmaf(khp[i], qhp[i], qk);
+    dp[i] = expf(lower_bound * SigmoidF(exp_a * (gf[i] + db[i])));
+  }
+  ts.qk = WarpSum(qk);
+  reinterpret_cast<float4*>(kh)[lane] = khv;
+  reinterpret_cast<float4*>(qh)[lane] = qhv;
+  reinterpret_cast<float4*>(d)[lane] = dv;
+  return ts;
+}
+
+// The state step S <- S * d + u * kh, spelled out so that no compiler contraction choice can
+// make the forward and the backward's recompute disagree.
+__device__ __forceinline__ float StateStep(float s, float d, float u, float kh) {
+  return __fmaf_rn(u, kh, __fmul_rn(s, d));
+}
+
+}  // namespace cakegrad::kernels::kda_cuda
+
+namespace cakegrad::kernels::kda_cuda {
+
+// Host-side checks shared by both entry points (everything the host can check without reading
+// device memory); fills *s. Grid y/z carry H and N, hence their 65535 limit.
+inline Status MakeShape(int64_t B, int64_t T, int64_t H, int64_t num_docs, const void* cu_seqlens,
+                        DType seqlens_dtype, float scale, float lower_bound,
+                        uint32_t* device_status, KdaShape* s) {
+  if (B < 0 || T < 0) return InvalidArgument("kda: B and T must be >= 0");
+  if (H < 1 || H > 65535) return InvalidArgument("kda: H must be in [1, 65535]");
+  if (!(scale > 0.0f) || scale > 3.0e38f) return InvalidArgument("kda: scale must be finite, > 0");
+  if (!(lower_bound >= -5.0f && lower_bound < 0.0f)) {
+    return InvalidArgument("kda: lower_bound must be in [-5, 0)");
+  }
+  if (cu_seqlens != nullptr) {
+    if (B != 1) return InvalidArgument("kda: cu_seqlens needs B == 1");
+    if (num_docs < 1) return InvalidArgument("kda: cu_seqlens needs num_docs >= 1");
+    if (seqlens_dtype != DType::kINT32 && seqlens_dtype != DType::kINT64) {
+      return InvalidArgument("kda: cu_seqlens must be int32 or int64");
+    }
+  } else if (num_docs != 0 && num_docs != B) {
+    return InvalidArgument("kda: without cu_seqlens num_docs must be B (or 0)");
+  }
+  s->cu_seqlens = cu_seqlens;
+  s->is_int64 = seqlens_dtype == DType::kINT64 ? 1 : 0;
+  s->T = T;
+  s->total_tokens = B * T;
+  s->H = H;
+  s->N = kda_layout::Docs(B, num_docs);
+  if (s->N > 65535) return InvalidArgument("kda: at most 65535 documents per call");
+  s->scale = scale;
+  s->lower_bound = lower_bound;
+  s->device_status = device_status;
+  return OkStatus();
+}
+
+inline Status CheckLaunch(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: launching ") + what + ": " + cudaGetErrorString(err));
+  }
+  return OkStatus();
+}
+
+}  // namespace cakegrad::kernels::kda_cuda
+
+namespace cakegrad::kernels::kda_cuda {
+
+// Arguments of the forward pass. The backward reruns it in "recompute" mode, where it writes
+// the chunk checkpoints and the residuals w instead of o and final_state.
+struct FwdArgs {
+  KdaShape s;
+  const uint16_t* q;
+  const uint16_t* k;
+  const uint16_t* v;
+  const uint16_t* g;
+  const uint16_t* beta;
+  const float* A_log;
+  const float* dt_bias;
+  const float* initial_state;  // nullable: zeros
+  uint16_t* o;                 // forward mode
+  float* final_state;          // forward mode, nullable
+  float* checkpoints;          // recompute mode: [slots, H, 128, 128]
+  float* residual;             // recompute mode: [total_tokens, H, 128]
+};
+
+// Enqueues the forward pass over every (document, head); defined in kda_forward.cu.
+Status LaunchForwardPass(const FwdArgs& a, bool recompute, cudaStream_t stream);
+
+}  // namespace cakegrad::kernels::kda_cuda

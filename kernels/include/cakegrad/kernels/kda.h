@@ -1,0 +1,98 @@
+// Recurrent KDA (Kimi Delta Attention), head dimension K = V = 128, FP32 value-first state.
+// Math and contracts: SPEC.md section 3, seed 004. Pointers are device pointers for the *Cuda
+// entry points and host pointers for the *Reference ones; shapes, dtypes and contiguity are
+// validated by the caller (the server's validation layer) before any call here. The CUDA entry
+// points need every tensor pointer 16-byte aligned (vector loads).
+//
+// Documents: without cu_seqlens there are N = B documents, document b being tokens [b*T, b*T+T)
+// of the flattened [B*T, H, 128] token axis. With cu_seqlens, B must be 1 and the N documents
+// are packed along T. Empty and 1-token documents are allowed; T == 0 is allowed.
+#pragma once
+
+#include <cstdint>
+
+#include "cakegrad/kernels/status.h"
+#include "cakegrad/kernels/tensor.h"
+
+namespace cakegrad::kernels {
+
+constexpr int kKdaHeadDim = 128;                          // K = V = 128, fixed by the contract
+constexpr float kKdaDefaultScale = 0.08838834764831845f;  // 1 / sqrt(128)
+constexpr float kKdaDefaultLowerBound = -5.0f;
+
+struct KdaFwdParams {
+  const uint16_t* q = nullptr;           // BF16 [B, T, H, 128]
+  const uint16_t* k = nullptr;           // BF16 [B, T, H, 128]
+  const uint16_t* v = nullptr;           // BF16 [B, T, H, 128]
+  const uint16_t* g = nullptr;           // BF16 [B, T, H, 128] raw gate
+  const uint16_t* beta = nullptr;        // BF16 [B, T, H] raw beta logits
+  const float* A_log = nullptr;          // FP32 [H]
+  const float* dt_bias = nullptr;        // FP32 [H, 128]
+  const float* initial_state = nullptr;  // FP32 [N, H, 128, 128] (value-first) or nullptr: zeros
+  const void* cu_seqlens = nullptr;      // [N + 1], seqlens_dtype, or nullptr (N = B)
+  DType seqlens_dtype = DType::kINT64;   // kINT32 or kINT64
+  uint16_t* o = nullptr;                 // BF16 [B, T, H, 128] output
+  float* final_state = nullptr;          // FP32 [N, H, 128, 128] output, or nullptr: not written
+  void* workspace = nullptr;             // scratch, >= KdaForwardWorkspaceBytes; never zeroed
+  int64_t workspace_bytes = 0;
+  int64_t B = 0;                              // batch; must be 1 with cu_seqlens
+  int64_t T = 0;                              // tokens per batch row (packed total with cu_seqlens)
+  int64_t H = 0;                              // heads, >= 1
+  int64_t num_docs = 0;                       // N; cu_seqlens has N + 1 entries; without it N = B
+                                              // (0 is taken as B)
+  float scale = kKdaDefaultScale;             // output scale, > 0
+  float lower_bound = kKdaDefaultLowerBound;  // gate lower bound, in [-5, 0)
+  uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
+};
+
+struct KdaBwdParams {
+  const uint16_t* q = nullptr;           // BF16 [B, T, H, 128]
+  const uint16_t* k = nullptr;           // BF16 [B, T, H, 128]
+  const uint16_t* v = nullptr;           // BF16 [B, T, H, 128]
+  const uint16_t* g = nullptr;           // BF16 [B, T, H, 128] raw gate
+  const uint16_t* beta = nullptr;        // BF16 [B, T, H] raw beta logits
+  const float* A_log = nullptr;          // FP32 [H]
+  const float* dt_bias = nullptr;        // FP32 [H, 128]
+  const float* initial_state = nullptr;  // FP32 [N, H, 128, 128] or nullptr: zeros
+  const uint16_t* d_o = nullptr;         // BF16 [B, T, H, 128] adjoint of o ("do")
+  const float* dfinal_state = nullptr;   // FP32 [N, H, 128, 128] or nullptr: zeros
+  const void* cu_seqlens = nullptr;      // [N + 1], seqlens_dtype, or nullptr (N = B)
+  DType seqlens_dtype = DType::kINT64;   // kINT32 or kINT64
+  uint16_t* dq = nullptr;                // BF16 [B, T, H, 128] output
+  uint16_t* dk = nullptr;                // BF16 [B, T, H, 128] output
+  uint16_t* dv = nullptr;                // BF16 [B, T, H, 128] output
+  uint16_t* dg = nullptr;                // BF16 [B, T, H, 128] output
+  uint16_t* dbeta = nullptr;             // BF16 [B, T, H] output
+  float* dA_log = nullptr;               // FP32 [H] output (overwritten, not accumulated)
+  float* ddt_bias = nullptr;             // FP32 [H, 128] output (overwritten)
+  float* dinitial_state = nullptr;       // FP32 [N, H, 128, 128] output
+  void* workspace = nullptr;             // scratch, >= KdaBackwardWorkspaceBytes; never zeroed
+  int64_t workspace_bytes = 0;
+  int64_t B = 0;                              // batch; must be 1 with cu_seqlens
+  int64_t T = 0;                              // tokens per batch row (packed total with cu_seqlens)
+  int64_t H = 0;                              // heads, >= 1
+  int64_t num_docs = 0;                       // N; see KdaFwdParams::num_docs
+  float scale = kKdaDefaultScale;             // output scale, > 0
+  float lower_bound = kKdaDefaultLowerBound;  // gate lower bound, in [-5, 0)
+  uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
+};
+
+// Bytes of scratch the CUDA forward / backward need for these shapes (num_docs as in the params:
+// N, or 0 for N = B). Depends on shapes only, never on cu_seqlens contents, so one buffer serves
+// every call of that shape. Defined without CUDA: host-only builds link them.
+int64_t KdaForwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs);
+int64_t KdaBackwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs);
+
+// FP64 references (host memory; the daemon's host backend). They validate cu_seqlens, which the
+// host can read: cu[0] == 0, non-decreasing, cu[N] == B*T; kInvalidArgument otherwise. The
+// workspace fields are ignored (the references allocate what they need).
+Status KdaForwardReference(const KdaFwdParams& p);
+Status KdaBackwardReference(const KdaBwdParams& p);
+
+// CUDA kernels (device memory), enqueued on `stream`; no host synchronization, graph-capturable
+// once the workspace exists, bitwise deterministic. Malformed cu_seqlens are clamped (never an
+// out-of-bounds access) and raise kDeviceStatusBadCuSeqlens in *device_status.
+Status KdaForwardCuda(const KdaFwdParams& p, cudaStream_t stream);
+Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream);
+
+}  // namespace cakegrad::kernels

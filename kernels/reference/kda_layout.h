@@ -1,0 +1,51 @@
+// Workspace layout of the KDA CUDA kernels, shared by the shape-only size queries
+// (kda_workspace.cc, no CUDA) and the kernels (cuda/kda_*.cu), so the two cannot disagree.
+#pragma once
+
+#include <cstdint>
+
+namespace cakegrad::kernels::kda_layout {
+
+constexpr int64_t kDim = 128;
+// Tokens between the state checkpoints the backward's recompute pass saves; the backward
+// rebuilds every state inside such a chunk from its checkpoint (kernels/cuda/kda_backward.cu).
+constexpr int64_t kCheckpointInterval = 32;
+// CTAs (one cluster) that split the 128 state rows of one (document, head) in the backward;
+// each leaves one row of parameter-gradient partials.
+constexpr int64_t kRowSplit = 8;
+constexpr int64_t kAlign = 256;
+
+constexpr int64_t AlignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// N for the params' num_docs convention (0 means B).
+constexpr int64_t Docs(int64_t B, int64_t num_docs) { return num_docs > 0 ? num_docs : B; }
+
+// Checkpoint slots: document n's chunk c lives at slot floor(bos_n / interval) + n + c, which
+// never collides with document n+1's slots and stays below this bound for any clamped offsets.
+constexpr int64_t CheckpointSlots(int64_t total_tokens, int64_t docs) {
+  return total_tokens / kCheckpointInterval + docs + 1;
+}
+
+struct BwdLayout {
+  int64_t checkpoints = 0;     // FP32 [slots, H, 128, 128]
+  int64_t residual = 0;        // FP32 [total_tokens, H, 128]: w = v - S_decayed kh, per token
+  int64_t param_partials = 0;  // FP64 [N, H, kRowSplit, 2, 128]: ddt_bias and dA_log terms
+  int64_t total = 0;
+};
+
+constexpr BwdLayout MakeBwdLayout(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
+  BwdLayout l;
+  const int64_t tokens = B * T;
+  const int64_t docs = Docs(B, num_docs);
+  int64_t off = 0;
+  l.checkpoints = off;
+  off += AlignUp(CheckpointSlots(tokens, docs) * H * kDim * kDim * 4);
+  l.residual = off;
+  off += AlignUp(tokens * H * kDim * 4);
+  l.param_partials = off;
+  off += AlignUp(docs * H * kRowSplit * 2 * kDim * 8);
+  l.total = off;
+  return l;
+}
+
+}  // namespace cakegrad::kernels::kda_layout

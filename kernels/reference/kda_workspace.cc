@@ -1,0 +1,22 @@
+// Shape-only workspace queries of the KDA CUDA kernels. Host code without CUDA, so the daemon's
+// host build links them too.
+#include "cakegrad/kernels/kda.h"
+#include "kda_layout.h"
+
+namespace cakegrad::kernels {
+
+int64_t KdaForwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
+  // The forward keeps its state in registers and writes outputs directly: no scratch.
+  (void)B;
+  (void)T;
+  (void)H;
+  (void)num_docs;
+  return 0;
+}
+
+int64_t KdaBackwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
+  if (B < 0 || T < 0 || H < 1) return 0;
+  return kda_layout::MakeBwdLayout(B, T, H, num_docs).total;
+}
+
+}  // namespace cakegrad::kernels

@@ -1,0 +1,430 @@
+// The KDA CUDA kernels against the FP64 reference (fresh random inputs, poisoned outputs), their
+// bitwise determinism (runs, garbage workspaces, streams, graph replay), malformed cu_seqlens
+// and argument checks.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../../kernels/reference/kda_reference_internal.h"
+#include "cakegrad/kernels/kda.h"
+#include "common/test_util.h"
+#include "gpu/gpu_test_util.h"
+
+namespace cakegrad::kernels {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::RelL2;
+
+constexpr int64_t kD = kKdaHeadDim;
+constexpr int64_t kDD = kD * kD;
+
+struct Shape {
+  int64_t B = 1, T = 0, H = 1;
+  std::vector<int64_t> lens;  // packed document lengths (B == 1), or empty: no cu_seqlens
+  bool int32 = false;
+  float scale = kKdaDefaultScale;
+  float lower_bound = kKdaDefaultLowerBound;
+  bool with_initial = true;
+  std::string Name() const {
+    std::string s = "B" + std::to_string(B) + "_T" + std::to_string(T) + "_H" + std::to_string(H);
+    if (!lens.empty()) s += "_docs" + std::to_string(lens.size()) + (int32 ? "_i32" : "_i64");
+    return s;
+  }
+};
+
+Shape Packed(std::vector<int64_t> lens, int64_t H, bool int32) {
+  Shape s;
+  s.lens = std::move(lens);
+  s.T = std::accumulate(s.lens.begin(), s.lens.end(), int64_t{0});
+  s.H = H;
+  s.int32 = int32;
+  return s;
+}
+
+// Fresh random host inputs of one problem (SPEC distributions).
+struct HostData {
+  int64_t N = 0, tok = 0;
+  std::vector<int64_t> cu;
+  std::vector<uint16_t> q, k, v, g, beta, d_o;
+  std::vector<float> A_log, dt_bias, s0, dfs;
+};
+
+HostData MakeHost(const Shape& s) {
+  HostData h;
+  h.N = s.lens.empty() ? s.B : static_cast<int64_t>(s.lens.size());
+  h.tok = s.B * s.T;
+  if (!s.lens.empty()) {
+    h.cu.push_back(0);
+    for (int64_t l : s.lens) h.cu.push_back(h.cu.back() + l);
+  }
+  const size_t n = h.tok * s.H * kD;
+  h.q = testing::RandomBf16(n);
+  h.k = testing::RandomBf16(n);
+  h.v = testing::RandomBf16(n);
+  h.g = testing::RandomBf16(n);
+  h.beta = testing::RandomBf16(h.tok * s.H);
+  h.d_o = testing::RandomBf16(n);
+  h.A_log = testing::UniformFloat(s.H, -1.0, 1.0);
+  h.dt_bias = testing::RandomFloat(s.H * kD, 0.0, 0.5);
+  h.s0 = testing::RandomFloat(h.N * s.H * kDD, 0.0, 0.1);
+  h.dfs = testing::RandomFloat(h.N * s.H * kDD);
+  return h;
+}
+
+int64_t WorkspaceBytes(const Shape& s, int64_t num_docs) {
+  return std::max(KdaBackwardWorkspaceBytes(s.B, s.T, s.H, num_docs),
+                  KdaForwardWorkspaceBytes(s.B, s.T, s.H, num_docs));
+}
+
+// Host inputs and device buffers of one problem; outputs are poisoned before every call.
+struct Problem {
+  Shape sh;
+  HostData h;
+  DeviceBuffer<uint16_t> dq_in, dk_in, dv_in, dg_in, dbeta_in, ddo;
+  DeviceBuffer<float> dA_log, ddt_bias, ds0, ddfs;
+  DeviceBuffer<int64_t> dcu64;
+  DeviceBuffer<int32_t> dcu32;
+  DeviceBuffer<uint16_t> o, dq, dk, dv, dg, dbeta;
+  DeviceBuffer<float> fs, gA, gdt, gs0;
+  DeviceBuffer<uint8_t> ws;
+
+  explicit Problem(const Shape& s)
+      : sh(s),
+        h(MakeHost(s)),
+        dq_in(h.q),
+        dk_in(h.k),
+        dv_in(h.v),
+        dg_in(h.g),
+        dbeta_in(h.beta),
+        ddo(h.d_o),
+        dA_log(h.A_log),
+        ddt_bias(h.dt_bias),
+        ds0(h.s0),
+        ddfs(h.dfs),
+        dcu64(h.cu),
+        dcu32(std::vector<int32_t>(h.cu.begin(), h.cu.end())),
+        o(h.tok * s.H * kD),
+        dq(h.tok * s.H * kD),
+        dk(h.tok * s.H * kD),
+        dv(h.tok * s.H * kD),
+        dg(h.tok * s.H * kD),
+        dbeta(h.tok * s.H),
+        fs(h.N * s.H * kDD),
+        gA(s.H),
+        gdt(s.H * kD),
+        gs0(h.N * s.H * kDD),
+        ws(static_cast<size_t>(WorkspaceBytes(s, s.lens.empty() ? 0 : h.N))) {}
+
+  int64_t NumDocsParam() const { return sh.lens.empty() ? 0 : h.N; }
+  const void* CuPtr() const {
+    if (h.cu.empty()) return nullptr;
+    return sh.int32 ? static_cast<const void*>(dcu32.get()) : static_cast<const void*>(dcu64.get());
+  }
+
+  void Poison() {
+    for (auto* b : {&o, &dq, &dk, &dv, &dg, &dbeta}) b->Fill(0xFF);
+    for (auto* b : {&fs, &gA, &gdt, &gs0}) b->Fill(0xFF);
+  }
+
+  KdaFwdParams Fwd() {
+    KdaFwdParams p;
+    p.q = dq_in.get();
+    p.k = dk_in.get();
+    p.v = dv_in.get();
+    p.g = dg_in.get();
+    p.beta = dbeta_in.get();
+    p.A_log = dA_log.get();
+    p.dt_bias = ddt_bias.get();
+    p.initial_state = sh.with_initial ? ds0.get() : nullptr;
+    p.cu_seqlens = CuPtr();
+    p.seqlens_dtype = sh.int32 ? DType::kINT32 : DType::kINT64;
+    p.o = o.get();
+    p.final_state = fs.get();
+    p.workspace = ws.get();
+    p.workspace_bytes = static_cast<int64_t>(ws.bytes());
+    p.B = sh.B;
+    p.T = sh.T;
+    p.H = sh.H;
+    p.num_docs = NumDocsParam();
+    p.scale = sh.scale;
+    p.lower_bound = sh.lower_bound;
+    return p;
+  }
+
+  KdaBwdParams Bwd() {
+    KdaBwdParams p;
+    p.q = dq_in.get();
+    p.k = dk_in.get();
+    p.v = dv_in.get();
+    p.g = dg_in.get();
+    p.beta = dbeta_in.get();
+    p.A_log = dA_log.get();
+    p.dt_bias = ddt_bias.get();
+    p.initial_state = sh.with_initial ? ds0.get() : nullptr;
+    p.d_o = ddo.get();
+    p.dfinal_state = ddfs.get();
+    p.cu_seqlens = CuPtr();
+    p.seqlens_dtype = sh.int32 ? DType::kINT32 : DType::kINT64;
+    p.dq = dq.get();
+    p.dk = dk.get();
+    p.dv = dv.get();
+    p.dg = dg.get();
+    p.dbeta = dbeta.get();
+    p.dA_log = gA.get();
+    p.ddt_bias = gdt.get();
+    p.dinitial_state = gs0.get();
+    p.workspace = ws.get();
+    p.workspace_bytes = static_cast<int64_t>(ws.bytes());
+    p.B = sh.B;
+    p.T = sh.T;
+    p.H = sh.H;
+    p.num_docs = NumDocsParam();
+    p.scale = sh.scale;
+    p.lower_bound = sh.lower_bound;
+    return p;
+  }
+
+  // Every output, as raw bytes, for bitwise comparisons.
+  std::vector<std::vector<uint8_t>> Snapshot() const {
+    std::vector<std::vector<uint8_t>> out;
+    auto add = [&](const void* ptr, size_t bytes) {
+      std::vector<uint8_t> h(bytes);
+      if (bytes > 0)
+        EXPECT_EQ(cudaMemcpy(h.data(), ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      out.push_back(std::move(h));
+    };
+    add(o.get(), o.bytes());
+    add(fs.get(), fs.bytes());
+    add(dq.get(), dq.bytes());
+    add(dk.get(), dk.bytes());
+    add(dv.get(), dv.bytes());
+    add(dg.get(), dg.bytes());
+    add(dbeta.get(), dbeta.bytes());
+    add(gA.get(), gA.bytes());
+    add(gdt.get(), gdt.bytes());
+    add(gs0.get(), gs0.bytes());
+    return out;
+  }
+
+  kda_ref::Problem Exact() const {
+    kda_ref::Problem p;
+    p.total_tokens = h.tok;
+    p.H = sh.H;
+    if (h.cu.empty()) {
+      for (int64_t b = 0; b <= sh.B; ++b) p.cu.push_back(b * sh.T);
+    } else {
+      p.cu = h.cu;
+    }
+    p.q = testing::Bf16ToDouble(h.q);
+    p.k = testing::Bf16ToDouble(h.k);
+    p.v = testing::Bf16ToDouble(h.v);
+    p.g = testing::Bf16ToDouble(h.g);
+    p.beta = testing::Bf16ToDouble(h.beta);
+    p.A_log = testing::ToDouble(h.A_log);
+    p.dt_bias = testing::ToDouble(h.dt_bias);
+    if (sh.with_initial) p.s0 = testing::ToDouble(h.s0);
+    p.scale = sh.scale;
+    p.lower_bound = sh.lower_bound;
+    return p;
+  }
+};
+
+void RunBoth(Problem& pr, cudaStream_t stream) {
+  const Status f = KdaForwardCuda(pr.Fwd(), stream);
+  ASSERT_TRUE(f.ok()) << f.message();
+  const Status b = KdaBackwardCuda(pr.Bwd(), stream);
+  ASSERT_TRUE(b.ok()) << b.message();
+  CUDA_ASSERT_OK(cudaGetLastError());
+  CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
+}
+
+class KdaKernelsAccuracy : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(KdaKernelsAccuracy, MatchesFp64Reference) {
+  CAKEGRAD_REQUIRE_GPU();
+  Problem pr(GetParam());
+  pr.Poison();
+  RunBoth(pr, nullptr);
+
+  const kda_ref::Problem ex = pr.Exact();
+  std::vector<double> o, fs;
+  kda_ref::Forward(ex, &o, &fs);
+  kda_ref::Grads gr;
+  kda_ref::Backward(ex, testing::Bf16ToDouble(pr.h.d_o), testing::ToDouble(pr.h.dfs), &gr);
+
+  struct Check {
+    const char* name;
+    std::vector<double> got, exact;
+    double tol;
+  };
+  const std::vector<Check> checks = {
+      {"o", testing::Bf16ToDouble(pr.o.Download()), o, 5e-3},
+      {"final_state", testing::ToDouble(pr.fs.Download()), fs, 1e-4},
+      {"dq", testing::Bf16ToDouble(pr.dq.Download()), gr.dq, 5e-3},
+      {"dk", testing::Bf16ToDouble(pr.dk.Download()), gr.dk, 5e-3},
+      {"dv", testing::Bf16ToDouble(pr.dv.Download()), gr.dv, 5e-3},
+      {"dg", testing::Bf16ToDouble(pr.dg.Download()), gr.dg, 5e-3},
+      {"dbeta", testing::Bf16ToDouble(pr.dbeta.Download()), gr.dbeta, 5e-3},
+      {"dA_log", testing::ToDouble(pr.gA.Download()), gr.dA_log, 1e-4},
+      {"ddt_bias", testing::ToDouble(pr.gdt.Download()), gr.ddt_bias, 1e-4},
+      {"dinitial_state", testing::ToDouble(pr.gs0.Download()), gr.ds0, 1e-4},
+  };
+  for (const Check& c : checks) {
+    const double err = RelL2(c.got, c.exact);
+    std::printf("[ kda ] %s %-15s rel-L2 %.3e (limit %.0e)\n", GetParam().Name().c_str(), c.name,
+                err, c.tol);
+    EXPECT_LE(err, c.tol) << c.name;
+  }
+}
+
+std::vector<Shape> AccuracyShapes() {
+  std::vector<Shape> s;
+  auto plain = [](int64_t B, int64_t T, int64_t H) {
+    Shape x;
+    x.B = B;
+    x.T = T;
+    x.H = H;
+    return x;
+  };
+  s.push_back(plain(1, 0, 4));
+  s.push_back(plain(1, 1, 4));
+  s.push_back(plain(2, 63, 4));
+  s.push_back(plain(1, 64, 32));
+  s.push_back(plain(2, 65, 1));
+  s.push_back(plain(1, 4096, 4));
+  s.push_back(plain(1, 16384, 1));
+  s.push_back(plain(2, 1024, 32));
+  Shape other = plain(1, 200, 2);
+  other.scale = 0.37f;
+  other.lower_bound = -1.25f;
+  other.with_initial = false;
+  s.push_back(other);
+  // 16 documents of mixed lengths: empty, 1-token, around the 32-token chunk and 8-token
+  // sub-chunk edges, and long ones.
+  const std::vector<int64_t> lens = {0, 1, 7, 8, 9, 31, 32, 33, 0, 64, 65, 1, 300, 2, 1500, 17};
+  s.push_back(Packed(lens, 4, /*int32=*/false));
+  s.push_back(Packed(lens, 32, /*int32=*/true));
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KdaKernelsAccuracy, ::testing::ValuesIn(AccuracyShapes()),
+                         [](const ::testing::TestParamInfo<Shape>& i) { return i.param.Name(); });
+
+TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
+  CAKEGRAD_REQUIRE_GPU();
+  Problem pr(Packed({0, 1, 40, 300, 9, 1000, 33}, 4, false));
+  pr.ws.Fill(0x00);
+  pr.Poison();
+  RunBoth(pr, nullptr);
+  const auto first = pr.Snapshot();
+
+  pr.ws.Fill(0xA5);
+  pr.Poison();
+  RunBoth(pr, nullptr);
+  EXPECT_TRUE(pr.Snapshot() == first) << "second run, garbage workspace";
+
+  cudaStream_t stream;
+  CUDA_ASSERT_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  pr.ws.Fill(0x3C);
+  pr.Poison();
+  RunBoth(pr, stream);
+  EXPECT_TRUE(pr.Snapshot() == first) << "another stream";
+
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_ASSERT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status f = KdaForwardCuda(pr.Fwd(), stream);
+  const Status b = KdaBackwardCuda(pr.Bwd(), stream);
+  CUDA_ASSERT_OK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(f.ok()) << f.message();
+  ASSERT_TRUE(b.ok()) << b.message();
+  CUDA_ASSERT_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int rep = 0; rep < 2; ++rep) {
+    pr.ws.Fill(static_cast<uint8_t>(0x11 * (rep + 3)));
+    pr.Poison();
+    CUDA_ASSERT_OK(cudaGraphLaunch(exec, stream));
+    CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(pr.Snapshot() == first) << "graph replay " << rep;
+  }
+  CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
+  CUDA_ASSERT_OK(cudaGraphDestroy(graph));
+  CUDA_ASSERT_OK(cudaStreamDestroy(stream));
+}
+
+// Small enough for compute-sanitizer (tools/gpu/run_gpu_tests.sh runs *Sanitize* under memcheck
+// and racecheck): packed documents with empty and 1-token ones, then malformed offsets.
+TEST(KdaKernels, SanitizePackedAndMalformedCuSeqlens) {
+  CAKEGRAD_REQUIRE_GPU();
+  Problem pr(Packed({0, 1, 9, 0, 40, 3}, 2, true));
+  pr.Poison();
+  RunBoth(pr, nullptr);
+  // Every output was written (the poison is NaN) and finite.
+  const auto snaps = pr.Snapshot();
+  for (size_t i = 0; i < snaps.size(); ++i) {
+    const bool fp32 = i == 1 || i >= 7;
+    const size_t width = fp32 ? 4 : 2;
+    for (size_t b = 0; b < snaps[i].size(); b += width) {
+      const uint32_t hi = fp32 ? (uint32_t(snaps[i][b + 3]) << 8 | snaps[i][b + 2])
+                               : (uint32_t(snaps[i][b + 1]) << 8 | snaps[i][b]);
+      ASSERT_NE(hi & 0x7f80u, 0x7f80u) << "output " << i << " element " << b / width;
+    }
+  }
+  DeviceBuffer<uint32_t> status(std::vector<uint32_t>{0});
+  // Well-formed offsets leave the status word alone.
+  KdaFwdParams fp = pr.Fwd();
+  fp.device_status = status.get();
+  ASSERT_TRUE(KdaForwardCuda(fp, nullptr).ok());
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(status.Download()[0], 0u);
+
+  const std::vector<std::vector<int32_t>> bad = {
+      {0, 1, 9, 5, 40, 50, 53},    // decreasing
+      {3, 1, 9, 9, 49, 52, 53},    // cu[0] != 0
+      {0, 1, 9, 9, 49, 52, 1000},  // past the end
+      {0, -7, 9, 9, 49, 52, 53},   // negative
+  };
+  for (const auto& cu : bad) {
+    DeviceBuffer<int32_t> dcu(cu);
+    status.Upload({0});
+    KdaFwdParams f = pr.Fwd();
+    f.cu_seqlens = dcu.get();
+    f.device_status = status.get();
+    KdaBwdParams b = pr.Bwd();
+    b.cu_seqlens = dcu.get();
+    b.device_status = status.get();
+    ASSERT_TRUE(KdaForwardCuda(f, nullptr).ok());
+    ASSERT_TRUE(KdaBackwardCuda(b, nullptr).ok());
+    CUDA_ASSERT_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(status.Download()[0] & kDeviceStatusBadCuSeqlens, kDeviceStatusBadCuSeqlens)
+        << cu[0] << "," << cu[1] << "," << cu[3] << "," << cu[6];
+  }
+}
+
+TEST(KdaKernels, RejectsBadArgumentsWithoutLaunching) {
+  CAKEGRAD_REQUIRE_GPU();
+  Problem pr(Packed({5, 6}, 1, false));
+  KdaBwdParams b = pr.Bwd();
+  b.workspace_bytes = KdaBackwardWorkspaceBytes(1, 11, 1, 2) - 1;
+  EXPECT_EQ(KdaBackwardCuda(b, nullptr).code(), StatusCode::kResourceExhausted);
+  b = pr.Bwd();
+  b.lower_bound = 0.0f;
+  EXPECT_EQ(KdaBackwardCuda(b, nullptr).code(), StatusCode::kInvalidArgument);
+  KdaFwdParams f = pr.Fwd();
+  f.B = 2;
+  EXPECT_EQ(KdaForwardCuda(f, nullptr).code(), StatusCode::kInvalidArgument);
+  f = pr.Fwd();
+  f.scale = -1.0f;
+  EXPECT_EQ(KdaForwardCuda(f, nullptr).code(), StatusCode::kInvalidArgument);
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
+}
+
+}  // namespace
+}  // namespace cakegrad::kernels

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Run here (development machine, after scripts/build.sh with CUDA): packs what the GPU machine
+# cannot build into .carry/gpu/ (git-ignored; name ".carry" in the device tool's carry):
+#   bin/  cakegradd, cakegrad, the GPU test binaries and kernel benchmarks (stripped)
+#   lib/  the gRPC/protobuf/Abseil/spdlog/prometheus shared libraries they need
+# The binaries get an RPATH of $ORIGIN/../lib (DT_RPATH, which also serves indirect
+# dependencies, unlike RUNPATH). glibc, libstdc++ and the CUDA driver come from the GPU
+# machine. Also generates the Python protobuf code the Python GPU test needs.
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+command -v patchelf >/dev/null || apt-get install -y -qq patchelf
+BUILD=${BUILD_DIR:-build}
+out=.carry/gpu
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=("$BUILD/server/cakegradd" "$BUILD/client/cakegrad" "$BUILD/tests/gpu/daemon/cakegrad_gpu_daemon_tests")
+for f in conv1d mhc kda; do
+  bins+=("$BUILD/tests/cakegrad_gpu_${f}_tests" "$BUILD/bench/cakegrad_${f}_bench")
+done
+for b in "${bins[@]}"; do
+  [ -x "$b" ] || { echo "missing $b: build it first (scripts/build.sh)" >&2; exit 1; }
+  cp "$b" "$out/bin/"
+  strip --strip-debug "$out/bin/$(basename "$b")"
+  patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$out/bin/$(basename "$b")"
+  ldd "$b" | awk '/=> \// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*|libcuda.so*) ;;
+      *) cp -L -n "$lib" "$out/lib/" ;;
+    esac
+  done
+done
+for lib in "$out"/lib/*; do patchelf --force-rpath --set-rpath '$ORIGIN' "$lib"; done
+bash client/python/generate_proto.sh >/dev/null
+echo "packed $(ls "$out/bin" | wc -l) binaries, $(ls "$out/lib" | wc -l) libraries: $(du -sh "$out" | cut -f1)"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine, from the repo root, everything GPU-side in one call, from binaries
+# packed here by tools/gpu/package_for_gpu.sh (carry: .carry and client/python/cakegrad/v1):
+#   1. the daemon's cuda backend through CUDA IPC (cakegrad_gpu_daemon_tests)
+#   2. each family's GPU tests against the FP64 reference
+#   3. compute-sanitizer memcheck + racecheck on each family's *Sanitize* tests
+#   4. each family's benchmark, then the PyTorch references of the same math
+#   5. the Python two-trainer test (tools/gpu/run_python_gpu.sh)
+# Logs go to $OUT/logs/ and come back as $OUT/logs.tgz; a summary prints at the end.
+# STEPS (python test) and SKIP (space-separated stage numbers to skip) tune it.
+set -uo pipefail
+OUT=${OUT:-/tmp/cakegrad-out}
+LOG="$OUT/logs"
+mkdir -p "$LOG"
+bin="$PWD/.carry/gpu/bin"
+export CAKEGRAD_DAEMON="$bin/cakegradd"
+summary="$OUT/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "command: bash tools/gpu/run_all_gpu.sh (SKIP='${SKIP:-}')"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+} | tee "$LOG/env.txt" >> "$summary"
+
+gtest_line() { grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$1" | tr '\n' ' '; }
+
+if ! skip 1; then
+  "$bin/cakegrad_gpu_daemon_tests" > "$LOG/gpu_daemon_tests.log" 2>&1
+  note "daemon (cuda backend, IPC): rc=$? $(gtest_line "$LOG/gpu_daemon_tests.log")"
+fi
+if ! skip 2; then
+  for f in conv1d mhc kda; do
+    timeout 300 "$bin/cakegrad_gpu_${f}_tests" > "$LOG/gpu_${f}_tests.log" 2>&1
+    note "$f GPU tests: rc=$? $(gtest_line "$LOG/gpu_${f}_tests.log")"
+    grep -E "FAILED|Failure" "$LOG/gpu_${f}_tests.log" | head -5 | tee -a "$summary"
+  done
+fi
+if ! skip 3; then
+  for f in conv1d mhc kda; do
+    for tool in memcheck racecheck; do
+      timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
+        "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
+        > "$LOG/sanitize_${f}_${tool}.log" 2>&1
+      note "$f $tool: rc=$? $(tail -1 "$LOG/sanitize_${f}_${tool}.log")"
+    done
+  done
+fi
+if ! skip 4; then
+  for f in conv1d mhc kda; do
+    timeout 150 "$bin/cakegrad_${f}_bench" > "$LOG/bench_${f}.txt" 2>&1
+    note "$f bench: rc=$?"
+  done
+  for py in bench/*_torch_ref.py; do
+    [ -f "$py" ] || continue
+    timeout 150 python3 "$py" > "$LOG/$(basename "$py" .py).txt" 2>&1
+    note "$py: rc=$?"
+  done
+fi
+if ! skip 5; then
+  OUT="$LOG" STEPS=${STEPS:-20} timeout 240 bash tools/gpu/run_python_gpu.sh \
+    > "$LOG/python_gpu.log" 2>&1
+  note "python two trainers: rc=$? $(tail -1 "$LOG/python_gpu.log")"
+fi
+tar czf "$OUT/logs.tgz" -C "$LOG" .
+cat "$summary"
