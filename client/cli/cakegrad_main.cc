@@ -28,6 +28,7 @@ ABSL_FLAG(int64_t, channels, 256, "demo: channels C");
 ABSL_FLAG(int64_t, docs, 8, "demo: documents packed into S");
 ABSL_FLAG(std::string, policy, "bf16", "demo: silu_grad_preactivation, bf16 or fp32");
 ABSL_FLAG(int, regions, 3, "hold-regions: how many regions to register");
+ABSL_FLAG(int, repeat, 1, "demo: rounds, each with fresh random inputs");
 
 namespace {
 
@@ -123,8 +124,10 @@ std::vector<double> Collect(size_t n, Get get) {
 int Demo() {
   const int64_t S = absl::GetFlag(FLAGS_tokens), C = absl::GetFlag(FLAGS_channels);
   const int64_t N = absl::GetFlag(FLAGS_docs);
-  if (S < 0 || C < 1 || N < 1) {
-    return Fail(absl::InvalidArgumentError("demo needs --tokens >= 0, --channels >= 1, --docs >= 1"));
+  const int repeat = absl::GetFlag(FLAGS_repeat);
+  if (S < 0 || C < 1 || N < 1 || repeat < 1) {
+    return Fail(absl::InvalidArgumentError(
+        "demo needs --tokens >= 0, --channels >= 1, --docs >= 1, --repeat >= 1"));
   }
   auto client = Connect("cakegrad-demo");
   if (!client.ok()) return Fail(client.status());
@@ -146,98 +149,128 @@ int Demo() {
   Tensor dweight = arena.Add(DType::kFP32, {C, 4}), dbias = arena.Add(DType::kFP32, {C});
   auto shm = SharedMemoryBuffer::Create(arena.size());
   if (!shm.ok()) return Fail(shm.status());
-
-  std::mt19937_64 rng(std::random_device{}());
-  std::normal_distribution<float> normal(0.f, 1.f);
-  auto* xs = shm->as<uint16_t>(x.offset);
-  auto* dys = shm->as<uint16_t>(dy.offset);
-  for (int64_t i = 0; i < S * C; ++i) {
-    xs[i] = k::FloatToBf16(normal(rng));
-    dys[i] = k::FloatToBf16(normal(rng));
-  }
-  auto* w = shm->as<float>(weight.offset);
-  for (int64_t i = 0; i < C * 4; ++i) w[i] = 0.5f * normal(rng);
-  auto* b = shm->as<float>(bias.offset);
-  for (int64_t i = 0; i < C; ++i) b[i] = 0.1f * normal(rng);
-  // Random document boundaries: N - 1 cut points in [0, S].
-  auto* cus = shm->as<int32_t>(cu.offset);
-  std::vector<int64_t> cuts(N + 1, 0);
-  std::uniform_int_distribution<int64_t> cut(0, S);
-  for (int64_t i = 1; i < N; ++i) cuts[i] = cut(rng);
-  cuts[N] = S;
-  std::sort(cuts.begin(), cuts.end());
-  for (int64_t i = 0; i <= N; ++i) cus[i] = static_cast<int32_t>(cuts[i]);
-
   auto region = (*client)->RegisterHostRegion(shm->name(), shm->size(), "demo");
   if (!region.ok()) return Fail(region.status());
   for (Tensor* t : {&x, &dy, &weight, &bias, &cu, &y, &dx, &dweight, &dbias}) t->region_id = *region;
 
-  auto fwd = (*client)->Conv1dForward({x, weight, cu, bias, y});
-  if (!fwd.ok()) return Fail(fwd.status());
-  cakegrad::Conv1dBackwardArgs args{x, weight, cu, dy, bias, absl::GetFlag(FLAGS_policy),
-                                    std::nullopt, dx, dweight, dbias};
-  auto bwd = (*client)->Conv1dBackward(args);
-  if (!bwd.ok()) return Fail(bwd.status());
-
-  // The same calls on the FP64 reference in this process, on private copies.
-  std::vector<uint16_t> ref_y(S * C), ref_dx(S * C);
-  std::vector<float> ref_dw(C * 4), ref_db(C);
-  k::Conv1dFwdParams fp;
-  fp.x = xs;
-  fp.weight = w;
-  fp.bias = b;
-  fp.cu_seqlens = cus;
-  fp.seqlens_dtype = DType::kINT32;
-  fp.y = ref_y.data();
-  fp.S = S;
-  fp.C = C;
-  fp.num_docs = N;
-  if (k::Status s = k::Conv1dForwardReference(fp); !s.ok()) {
-    return Fail(absl::InternalError(s.message()));
-  }
-  k::Conv1dBwdParams bp;
-  bp.x = xs;
-  bp.weight = w;
-  bp.bias = b;
-  bp.cu_seqlens = cus;
-  bp.seqlens_dtype = DType::kINT32;
-  bp.dy = dys;
-  bp.policy = absl::GetFlag(FLAGS_policy) == "fp32" ? k::SiluGradPreactivation::kFP32
-                                                    : k::SiluGradPreactivation::kBF16;
-  bp.dx = ref_dx.data();
-  bp.dweight = ref_dw.data();
-  bp.dbias = ref_db.data();
-  bp.S = S;
-  bp.C = C;
-  bp.num_docs = N;
-  if (k::Status s = k::Conv1dBackwardReference(bp); !s.ok()) {
-    return Fail(absl::InternalError(s.message()));
-  }
-
-  auto bf16 = [](const uint16_t* p) { return [p](size_t i) { return double(k::Bf16ToFloat(p[i])); }; };
-  auto fp32 = [](const float* p) { return [p](size_t i) { return double(p[i]); }; };
-  struct Row {
-    const char* name;
-    double rel;
-    double tol;
-  };
+  auto* xs = shm->as<uint16_t>(x.offset);
+  auto* dys = shm->as<uint16_t>(dy.offset);
+  auto* w = shm->as<float>(weight.offset);
+  auto* b = shm->as<float>(bias.offset);
+  auto* cus = shm->as<int32_t>(cu.offset);
+  std::mt19937_64 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int64_t> cut(0, S);
   const size_t n = static_cast<size_t>(S * C);
-  std::vector<Row> rows = {
-      {"y", RelL2(Collect(n, bf16(shm->as<uint16_t>(y.offset))), Collect(n, bf16(ref_y.data()))), 4e-3},
-      {"dx", RelL2(Collect(n, bf16(shm->as<uint16_t>(dx.offset))), Collect(n, bf16(ref_dx.data()))), 2e-3},
-      {"dweight", RelL2(Collect(C * 4, fp32(shm->as<float>(dweight.offset))), Collect(C * 4, fp32(ref_dw.data()))), 1e-4},
-      {"dbias", RelL2(Collect(C, fp32(shm->as<float>(dbias.offset))), Collect(C, fp32(ref_db.data()))), 1e-4},
-  };
-  std::printf("conv1d forward + backward, S=%lld C=%lld docs=%lld policy=%s: daemon %.0f us\n",
-              static_cast<long long>(S), static_cast<long long>(C), static_cast<long long>(N),
-              absl::GetFlag(FLAGS_policy).c_str(), fwd->compute_us() + bwd->compute_us());
-  std::printf("%-8s %-14s %-10s %s\n", "output", "rel-L2 vs ref", "limit", "check");
+  std::vector<uint16_t> ref_y(n), ref_dx(n);
+  std::vector<float> ref_dw(C * 4), ref_db(C);
+  int bitwise_equal = 0;
+  double compute_us = 0;
   bool ok = true;
-  for (const Row& r : rows) {
-    const bool pass = r.rel <= r.tol;
-    ok = ok && pass;
-    std::printf("%-8s %-14.3e %-10.0e %s\n", r.name, r.rel, r.tol, pass ? "ok" : "FAIL");
+  for (int r = 0; r < repeat; ++r) {
+    // Fresh inputs every round, and outputs poisoned, so a stale result cannot pass.
+    for (size_t i = 0; i < n; ++i) {
+      xs[i] = k::FloatToBf16(normal(rng));
+      dys[i] = k::FloatToBf16(normal(rng));
+    }
+    for (int64_t i = 0; i < C * 4; ++i) w[i] = 0.5f * normal(rng);
+    for (int64_t i = 0; i < C; ++i) b[i] = 0.1f * normal(rng);
+    std::vector<int64_t> cuts(N + 1, 0);
+    for (int64_t i = 1; i < N; ++i) cuts[i] = cut(rng);
+    cuts[N] = S;
+    std::sort(cuts.begin(), cuts.end());
+    for (int64_t i = 0; i <= N; ++i) cus[i] = static_cast<int32_t>(cuts[i]);
+    for (const Tensor* t : {&y, &dx, &dweight, &dbias}) {
+      int64_t bytes = k::DTypeBytes(t->dtype);
+      for (int64_t d : t->shape) bytes *= d;
+      std::memset(shm->data() + t->offset, 0xFF, bytes);
+    }
+
+    auto fwd = (*client)->Conv1dForward({x, weight, cu, bias, y});
+    if (!fwd.ok()) return Fail(fwd.status());
+    cakegrad::Conv1dBackwardArgs args{x, weight, cu, dy, bias, absl::GetFlag(FLAGS_policy),
+                                      std::nullopt, dx, dweight, dbias};
+    auto bwd = (*client)->Conv1dBackward(args);
+    if (!bwd.ok()) return Fail(bwd.status());
+    compute_us += fwd->compute_us() + bwd->compute_us();
+
+    // The same calls on the FP64 reference in this process, on private outputs.
+    k::Conv1dFwdParams fp;
+    fp.x = xs;
+    fp.weight = w;
+    fp.bias = b;
+    fp.cu_seqlens = cus;
+    fp.seqlens_dtype = DType::kINT32;
+    fp.y = ref_y.data();
+    fp.S = S;
+    fp.C = C;
+    fp.num_docs = N;
+    if (k::Status s = k::Conv1dForwardReference(fp); !s.ok()) {
+      return Fail(absl::InternalError(s.message()));
+    }
+    k::Conv1dBwdParams bp;
+    bp.x = xs;
+    bp.weight = w;
+    bp.bias = b;
+    bp.cu_seqlens = cus;
+    bp.seqlens_dtype = DType::kINT32;
+    bp.dy = dys;
+    bp.policy = absl::GetFlag(FLAGS_policy) == "fp32" ? k::SiluGradPreactivation::kFP32
+                                                      : k::SiluGradPreactivation::kBF16;
+    bp.dx = ref_dx.data();
+    bp.dweight = ref_dw.data();
+    bp.dbias = ref_db.data();
+    bp.S = S;
+    bp.C = C;
+    bp.num_docs = N;
+    if (k::Status s = k::Conv1dBackwardReference(bp); !s.ok()) {
+      return Fail(absl::InternalError(s.message()));
+    }
+    // The host backend runs this same reference: anything but identical bits is a bug.
+    const bool same =
+        std::memcmp(ref_y.data(), shm->as<uint16_t>(y.offset), n * 2) == 0 &&
+        std::memcmp(ref_dx.data(), shm->as<uint16_t>(dx.offset), n * 2) == 0 &&
+        std::memcmp(ref_dw.data(), shm->as<float>(dweight.offset), C * 16) == 0 &&
+        std::memcmp(ref_db.data(), shm->as<float>(dbias.offset), C * 4) == 0;
+    bitwise_equal += same;
+    if (r + 1 < repeat) continue;
+
+    auto bf16 = [](const uint16_t* p) {
+      return [p](size_t i) { return double(k::Bf16ToFloat(p[i])); };
+    };
+    auto fp32 = [](const float* p) { return [p](size_t i) { return double(p[i]); }; };
+    struct Row {
+      const char* name;
+      double rel;
+      double tol;
+    };
+    const size_t c4 = static_cast<size_t>(C * 4), c1 = static_cast<size_t>(C);
+    const std::vector<Row> rows = {
+        {"y", RelL2(Collect(n, bf16(shm->as<uint16_t>(y.offset))), Collect(n, bf16(ref_y.data()))),
+         4e-3},
+        {"dx",
+         RelL2(Collect(n, bf16(shm->as<uint16_t>(dx.offset))), Collect(n, bf16(ref_dx.data()))),
+         2e-3},
+        {"dweight",
+         RelL2(Collect(c4, fp32(shm->as<float>(dweight.offset))), Collect(c4, fp32(ref_dw.data()))),
+         1e-4},
+        {"dbias",
+         RelL2(Collect(c1, fp32(shm->as<float>(dbias.offset))), Collect(c1, fp32(ref_db.data()))),
+         1e-4},
+    };
+    std::printf("conv1d forward + backward, S=%lld C=%lld docs=%lld policy=%s: daemon %.0f us\n",
+                static_cast<long long>(S), static_cast<long long>(C), static_cast<long long>(N),
+                absl::GetFlag(FLAGS_policy).c_str(), compute_us / repeat);
+    std::printf("%-8s %-14s %-10s %s\n", "output", "rel-L2 vs ref", "limit", "check");
+    for (const Row& row : rows) {
+      const bool pass = row.rel <= row.tol;
+      ok = ok && pass;
+      std::printf("%-8s %-14.3e %-10.0e %s\n", row.name, row.rel, row.tol, pass ? "ok" : "FAIL");
+    }
   }
+  ok = ok && bitwise_equal == repeat;
+  std::printf("%d/%d runs bitwise equal to the FP64 reference computed here\n", bitwise_equal,
+              repeat);
   std::printf("%s\n", ok ? "demo passed: the daemon's results match the FP64 reference"
                          : "demo FAILED");
   return ok ? 0 : 1;
