@@ -75,9 +75,9 @@ absl::Status CheckHealth(const std::string& address, double timeout_s) {
   grpc::health::v1::HealthCheckResponse response;
   if (grpc::Status s = stub->Check(&ctx, request, &response); !s.ok()) return FromGrpc(s);
   if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        "cakegradd at ", address, " is ",
-        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
+    return absl::UnavailableError(
+        absl::StrCat("cakegradd at ", address, " is ",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
   }
   return absl::OkStatus();
 }
@@ -92,12 +92,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addre
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetMaxReceiveMessageSize(4 << 20);
-  client->channel_ = grpc::CreateCustomChannel(client->address_,
-                                               grpc::InsecureChannelCredentials(), args);
+  client->channel_ =
+      grpc::CreateCustomChannel(client->address_, grpc::InsecureChannelCredentials(), args);
   if (!client->channel_->WaitForConnected(Deadline(timeout_s))) {
-    return absl::UnavailableError(absl::StrCat(
-        "no cakegradd answers at ", client->address_,
-        ": is it running, and is the socket path right? (start it with `cakegradd --socket=PATH`)"));
+    return absl::UnavailableError(absl::StrCat("no cakegradd answers at ", client->address_,
+                                               ": is it running, and is the socket path right? "
+                                               "(start it with `cakegradd --socket=PATH`)"));
   }
   client->stub_ = v1::Cakegrad::NewStub(client->channel_);
 
@@ -181,18 +181,19 @@ absl::StatusOr<uint64_t> Client::RegisterCudaBuffer(const void* device_ptr, uint
   }
   const uint64_t offset = reinterpret_cast<uintptr_t>(device_ptr) - base;
   if (bytes > alloc_size - offset) {
-    return absl::InvalidArgumentError(absl::StrCat("RegisterCudaBuffer: ", bytes,
-                                                   " bytes from the pointer exceed its allocation (",
-                                                   alloc_size - offset, " bytes left)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RegisterCudaBuffer: ", bytes, " bytes from the pointer exceed its allocation (",
+        alloc_size - offset, " bytes left)"));
   }
   cudaIpcMemHandle_t handle;
   if (cudaError_t e = cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base));
       e != cudaSuccess) {
     (void)cudaGetLastError();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RegisterCudaBuffer: this memory cannot be shared through CUDA IPC (",
-        cudaGetErrorString(e), "); allocate it with cudaMalloc (for PyTorch: do not use "
-        "expandable segments)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("RegisterCudaBuffer: this memory cannot be shared through CUDA IPC (",
+                     cudaGetErrorString(e),
+                     "); allocate it with cudaMalloc (for PyTorch: do not use "
+                     "expandable segments)"));
   }
   cudaPointerAttributes attrs;
   if (cudaError_t e = cudaPointerGetAttributes(&attrs, device_ptr); e != cudaSuccess) {
@@ -303,9 +304,9 @@ absl::StatusOr<v1::RunResponse> Client::Conv1dBackward(const Conv1dBackwardArgs&
   } else if (a.silu_grad_preactivation == "fp32") {
     m->set_silu_grad_preactivation(v1::SILU_GRAD_PREACTIVATION_FP32);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "silu_grad_preactivation must be \"bf16\" or \"fp32\", got \"",
-        a.silu_grad_preactivation, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("silu_grad_preactivation must be \"bf16\" or \"fp32\", got \"",
+                     a.silu_grad_preactivation, "\""));
   }
   CAKEGRAD_SET_OPT(m, workspace, a.workspace);
   Set(m->mutable_dx(), a.dx);

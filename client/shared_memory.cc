@@ -18,8 +18,8 @@ absl::StatusOr<SharedMemoryBuffer> SharedMemoryBuffer::Create(uint64_t bytes) {
   if (bytes == 0) return absl::InvalidArgumentError("shared-memory buffer of 0 bytes");
   static std::atomic<uint64_t> counter{0};
   SharedMemoryBuffer buf;
-  buf.name_ = absl::StrCat("/cakegrad-", getpid(), "-", counter.fetch_add(1), "-",
-                           std::random_device{}());
+  buf.name_ =
+      absl::StrCat("/cakegrad-", getpid(), "-", counter.fetch_add(1), "-", std::random_device{}());
   const int fd = shm_open(buf.name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("shm_open ", buf.name_, ": ", std::strerror(errno)));

@@ -3,10 +3,10 @@
 // backward and check them against the FP64 reference computed here.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <iostream>
 #include <random>
 #include <string>
@@ -20,8 +20,9 @@
 #include "cakegrad/client/shared_memory.h"
 #include "cakegrad/kernels/conv1d.h"
 
-ABSL_FLAG(std::string, address, "", "daemon address (default: $CAKEGRAD_ADDRESS or "
-                                    "unix:///run/cakegrad/cakegrad.sock)");
+ABSL_FLAG(std::string, address, "",
+          "daemon address (default: $CAKEGRAD_ADDRESS or "
+          "unix:///run/cakegrad/cakegrad.sock)");
 ABSL_FLAG(double, timeout, 5.0, "seconds to wait for the daemon");
 ABSL_FLAG(int64_t, tokens, 8192, "demo: packed tokens S");
 ABSL_FLAG(int64_t, channels, 256, "demo: channels C");
@@ -44,7 +45,8 @@ int Fail(const absl::Status& s) {
 }
 
 int Health() {
-  absl::Status s = cakegrad::CheckHealth(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_timeout));
+  absl::Status s =
+      cakegrad::CheckHealth(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_timeout));
   if (!s.ok()) return Fail(s);
   std::cout << "SERVING\n";
   return 0;
@@ -151,7 +153,8 @@ int Demo() {
   if (!shm.ok()) return Fail(shm.status());
   auto region = (*client)->RegisterHostRegion(shm->name(), shm->size(), "demo");
   if (!region.ok()) return Fail(region.status());
-  for (Tensor* t : {&x, &dy, &weight, &bias, &cu, &y, &dx, &dweight, &dbias}) t->region_id = *region;
+  for (Tensor* t : {&x, &dy, &weight, &bias, &cu, &y, &dx, &dweight, &dbias})
+    t->region_id = *region;
 
   auto* xs = shm->as<uint16_t>(x.offset);
   auto* dys = shm->as<uint16_t>(dy.offset);
@@ -188,8 +191,8 @@ int Demo() {
 
     auto fwd = (*client)->Conv1dForward({x, weight, cu, bias, y});
     if (!fwd.ok()) return Fail(fwd.status());
-    cakegrad::Conv1dBackwardArgs args{x, weight, cu, dy, bias, absl::GetFlag(FLAGS_policy),
-                                      std::nullopt, dx, dweight, dbias};
+    cakegrad::Conv1dBackwardArgs args{
+        x, weight, cu, dy, bias, absl::GetFlag(FLAGS_policy), std::nullopt, dx, dweight, dbias};
     auto bwd = (*client)->Conv1dBackward(args);
     if (!bwd.ok()) return Fail(bwd.status());
     compute_us += fwd->compute_us() + bwd->compute_us();
@@ -227,11 +230,10 @@ int Demo() {
       return Fail(absl::InternalError(s.message()));
     }
     // The host backend runs this same reference: anything but identical bits is a bug.
-    const bool same =
-        std::memcmp(ref_y.data(), shm->as<uint16_t>(y.offset), n * 2) == 0 &&
-        std::memcmp(ref_dx.data(), shm->as<uint16_t>(dx.offset), n * 2) == 0 &&
-        std::memcmp(ref_dw.data(), shm->as<float>(dweight.offset), C * 16) == 0 &&
-        std::memcmp(ref_db.data(), shm->as<float>(dbias.offset), C * 4) == 0;
+    const bool same = std::memcmp(ref_y.data(), shm->as<uint16_t>(y.offset), n * 2) == 0 &&
+                      std::memcmp(ref_dx.data(), shm->as<uint16_t>(dx.offset), n * 2) == 0 &&
+                      std::memcmp(ref_dw.data(), shm->as<float>(dweight.offset), C * 16) == 0 &&
+                      std::memcmp(ref_db.data(), shm->as<float>(dbias.offset), C * 4) == 0;
     bitwise_equal += same;
     if (r + 1 < repeat) continue;
 
@@ -271,8 +273,8 @@ int Demo() {
   ok = ok && bitwise_equal == repeat;
   std::printf("%d/%d runs bitwise equal to the FP64 reference computed here\n", bitwise_equal,
               repeat);
-  std::printf("%s\n", ok ? "demo passed: the daemon's results match the FP64 reference"
-                         : "demo FAILED");
+  std::printf("%s\n",
+              ok ? "demo passed: the daemon's results match the FP64 reference" : "demo FAILED");
   return ok ? 0 : 1;
 }
 

@@ -7,9 +7,9 @@
 #define CAKEGRAD_CONCAT_INNER(a, b) a##b
 #define CAKEGRAD_CONCAT(a, b) CAKEGRAD_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                         \
-  do {                                                \
-    ::absl::Status cakegrad_status_ = (expr);         \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status cakegrad_status_ = (expr);            \
     if (!cakegrad_status_.ok()) return cakegrad_status_; \
   } while (0)
 

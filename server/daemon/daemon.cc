@@ -69,9 +69,8 @@ absl::Status Daemon::Listen(const DaemonOptions& options) {
   server_ = builder.BuildAndStart();
   umask(old_umask);
   if (server_ == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on unix:", socket_path_,
-                     " (does the directory exist and is it writable?)"));
+    return absl::UnavailableError(absl::StrCat("cannot listen on unix:", socket_path_,
+                                               " (does the directory exist and is it writable?)"));
   }
   if (chmod(socket_path_.c_str(), options.socket_mode) != 0) {
     spdlog::warn("chmod {:o} {}: {}", options.socket_mode, socket_path_, std::strerror(errno));

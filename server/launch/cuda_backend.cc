@@ -26,9 +26,9 @@ absl::Status CudaError(cudaError_t err, const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
 }
 
-#define CUDA_RETURN_IF_ERROR(expr, what)              \
-  do {                                                \
-    cudaError_t cakegrad_err_ = (expr);               \
+#define CUDA_RETURN_IF_ERROR(expr, what)                                     \
+  do {                                                                       \
+    cudaError_t cakegrad_err_ = (expr);                                      \
     if (cakegrad_err_ != cudaSuccess) return CudaError(cakegrad_err_, what); \
   } while (0)
 
@@ -153,9 +153,9 @@ class CudaBackend : public Backend {
     }
     const uint64_t usable = alloc_size - (reinterpret_cast<uintptr_t>(mapping->ptr()) - alloc_base);
     if (!RangeInside(region.offset_in_allocation(), region.byte_size(), usable)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cuda region [", region.offset_in_allocation(), ", +", region.byte_size(),
-          ") exceeds the shared allocation (", usable, " bytes)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cuda region [", region.offset_in_allocation(), ", +", region.byte_size(),
+                       ") exceeds the shared allocation (", usable, " bytes)"));
     }
     MappedRange range;
     range.base = static_cast<std::byte*>(mapping->ptr()) + region.offset_in_allocation();
@@ -194,10 +194,13 @@ class CudaBackend : public Backend {
     } else if (call.op->workspace_bytes) {
       const int64_t need = call.op->workspace_bytes(call.dims);
       if (need > d.workspace_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            call.op->name, " needs ", need, " bytes of workspace for these shapes; the daemon's "
-            "per-device workspace is ", d.workspace_bytes, " bytes (--workspace_bytes). Pass a "
-            "workspace tensor or raise the limit"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat(call.op->name, " needs ", need,
+                         " bytes of workspace for these shapes; the daemon's "
+                         "per-device workspace is ",
+                         d.workspace_bytes,
+                         " bytes (--workspace_bytes). Pass a "
+                         "workspace tensor or raise the limit"));
       }
       ctx.workspace = d.workspace;
       ctx.workspace_bytes = d.workspace_bytes;
@@ -209,13 +212,13 @@ class CudaBackend : public Backend {
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream), call.op->name);
     RETURN_IF_ERROR(launched);
     uint32_t status = 0;
-    CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(&status, d.status_word, sizeof(status), cudaMemcpyDeviceToHost),
-        "reading the status word");
+    CUDA_RETURN_IF_ERROR(cudaMemcpy(&status, d.status_word, sizeof(status), cudaMemcpyDeviceToHost),
+                         "reading the status word");
     if (status & kernels::kDeviceStatusBadCuSeqlens) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          call.op->name, ": cu_seqlens is malformed (it must start at 0, never decrease and end "
-          "at the token count); outputs were not computed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(call.op->name,
+                       ": cu_seqlens is malformed (it must start at 0, never decrease and end "
+                       "at the token count); outputs were not computed"));
     }
     return absl::OkStatus();
   }
@@ -241,7 +244,8 @@ class CudaBackend : public Backend {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot open cuda.ipc_handle (", cudaGetErrorString(err),
           "): it must be the cudaIpcMemHandle of a live allocation in a process that shares this "
-          "daemon's PID namespace, on GPU ", dev.uuid));
+          "daemon's PID namespace, on GPU ",
+          dev.uuid));
     }
     auto mapping = std::make_shared<IpcMapping>(dev.ordinal, ptr);
     open_[handle] = mapping;

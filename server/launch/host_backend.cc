@@ -33,7 +33,8 @@ absl::Status CheckShmName(const std::string& name) {
       name.find('/', 1) != std::string::npos || name.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("host.shm_name must look like \"/name\" (one leading slash, no other, at most "
-                     "255 characters), got \"", name, "\""));
+                     "255 characters), got \"",
+                     name, "\""));
   }
   return absl::OkStatus();
 }
@@ -70,9 +71,9 @@ class HostBackend : public Backend {
     }
     if (static_cast<uint64_t>(st.st_size) < region.byte_size()) {
       close(fd);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "host.byte_size ", region.byte_size(), " exceeds the size of ", region.shm_name(), " (",
-          st.st_size, " bytes)"));
+      return absl::InvalidArgumentError(absl::StrCat("host.byte_size ", region.byte_size(),
+                                                     " exceeds the size of ", region.shm_name(),
+                                                     " (", st.st_size, " bytes)"));
     }
     void* addr =
         mmap(nullptr, region.byte_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, /*offset=*/0);

@@ -66,8 +66,10 @@ absl::Status Check(const BoundCall& call) {
     }
   } else if (call.dims.contains("N") && call.dim("N") != call.dim("B")) {
     return absl::InvalidArgumentError(
-        absl::StrCat(op, ": without cu_seqlens the states hold one row per batch entry: N must "
-                     "equal B = ", call.dim("B"), ", got ", call.dim("N")));
+        absl::StrCat(op,
+                     ": without cu_seqlens the states hold one row per batch entry: N must "
+                     "equal B = ",
+                     call.dim("B"), ", got ", call.dim("N")));
   }
   return absl::OkStatus();
 }
@@ -127,8 +129,12 @@ k::Status LaunchBackward(const BoundCall& call, const LaunchContext& ctx) {
 
 std::vector<OpSpec> KdaOps() {
   const Dim B = Sym("B"), T = Sym("T"), H = Sym("H"), N = Sym("N"), D = Lit(k::kKdaHeadDim);
-  auto token = [&](const char* name, Role role) { return TensorSpec{name, role, kBf16, {B, T, H, D}}; };
-  auto state = [&](const char* name, Role role) { return TensorSpec{name, role, kFp32, {N, H, D, D}}; };
+  auto token = [&](const char* name, Role role) {
+    return TensorSpec{name, role, kBf16, {B, T, H, D}};
+  };
+  auto state = [&](const char* name, Role role) {
+    return TensorSpec{name, role, kFp32, {N, H, D, D}};
+  };
   const std::vector<TensorSpec> inputs = {
       token("q", Role::kInput),
       token("k", Role::kInput),
@@ -141,30 +147,36 @@ std::vector<OpSpec> KdaOps() {
       {"cu_seqlens", Role::kOptionalInput, kOffsets, {Sym("N", 1, 1)}},
       state("initial_state", Role::kOptionalInput),
   };
-  OpSpec forward{"kda_forward", inputs, Check<v1::KdaForwardRequest>,
+  OpSpec forward{"kda_forward",
+                 inputs,
+                 Check<v1::KdaForwardRequest>,
                  [](const Dims& d) {
                    return k::KdaForwardWorkspaceBytes(Get(d, "B"), Get(d, "T"), Get(d, "H"),
                                                       Get(d, "N"));
                  },
-                 LaunchForward, kHasCuda};
+                 LaunchForward,
+                 kHasCuda};
   forward.tensors.push_back({"workspace", Role::kWorkspace, {}, {}});
   forward.tensors.push_back(token("o", Role::kOutput));
   forward.tensors.push_back(state("final_state", Role::kOutput));
 
-  OpSpec backward{"kda_backward", inputs, Check<v1::KdaBackwardRequest>,
+  OpSpec backward{"kda_backward",
+                  inputs,
+                  Check<v1::KdaBackwardRequest>,
                   [](const Dims& d) {
                     return k::KdaBackwardWorkspaceBytes(Get(d, "B"), Get(d, "T"), Get(d, "H"),
                                                         Get(d, "N"));
                   },
-                  LaunchBackward, kHasCuda};
-  for (TensorSpec t : {token("do", Role::kInput), state("dfinal_state", Role::kOptionalInput),
-                       TensorSpec{"workspace", Role::kWorkspace, {}, {}}, token("dq", Role::kOutput),
-                       token("dk", Role::kOutput), token("dv", Role::kOutput),
-                       token("dg", Role::kOutput),
-                       TensorSpec{"dbeta", Role::kOutput, kBf16, {B, T, H}},
-                       TensorSpec{"da_log", Role::kOutput, kFp32, {H}},
-                       TensorSpec{"ddt_bias", Role::kOutput, kFp32, {H, D}},
-                       state("dinitial_state", Role::kOutput)}) {
+                  LaunchBackward,
+                  kHasCuda};
+  for (TensorSpec t :
+       {token("do", Role::kInput), state("dfinal_state", Role::kOptionalInput),
+        TensorSpec{"workspace", Role::kWorkspace, {}, {}}, token("dq", Role::kOutput),
+        token("dk", Role::kOutput), token("dv", Role::kOutput), token("dg", Role::kOutput),
+        TensorSpec{"dbeta", Role::kOutput, kBf16, {B, T, H}},
+        TensorSpec{"da_log", Role::kOutput, kFp32, {H}},
+        TensorSpec{"ddt_bias", Role::kOutput, kFp32, {H, D}},
+        state("dinitial_state", Role::kOutput)}) {
     backward.tensors.push_back(std::move(t));
   }
   return {forward, backward};

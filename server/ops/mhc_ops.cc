@@ -40,9 +40,9 @@ Options ReadOptions(const v1::MhcOptions& o) {
 absl::Status CheckChannels(const BoundCall& call) {
   const int64_t C = call.dim("C");
   if (C < k::kMhcMinC || C > k::kMhcMaxC || C % k::kMhcCAlign != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(call.op->name, ": C must be a multiple of ", k::kMhcCAlign, " in [",
-                     k::kMhcMinC, ", ", k::kMhcMaxC, "], got ", C));
+    return absl::InvalidArgumentError(absl::StrCat(call.op->name, ": C must be a multiple of ",
+                                                   k::kMhcCAlign, " in [", k::kMhcMinC, ", ",
+                                                   k::kMhcMaxC, "], got ", C));
   }
   return absl::OkStatus();
 }
@@ -58,10 +58,9 @@ absl::Status CheckOptions(const BoundCall& call, const v1::MhcOptions& proto) {
         absl::StrCat(call.op->name, ": hc_eps must be finite and >= 0, got ", o.hc_eps));
   }
   if (o.sinkhorn_iters < 1 || o.sinkhorn_iters > k::kMhcMaxSinkhornIters) {
-    return absl::InvalidArgumentError(absl::StrCat(call.op->name,
-                                                   ": sinkhorn_iters must be in [1, ",
-                                                   k::kMhcMaxSinkhornIters, "], got ",
-                                                   o.sinkhorn_iters));
+    return absl::InvalidArgumentError(
+        absl::StrCat(call.op->name, ": sinkhorn_iters must be in [1, ", k::kMhcMaxSinkhornIters,
+                     "], got ", o.sinkhorn_iters));
   }
   return CheckChannels(call);
 }
@@ -72,8 +71,8 @@ absl::Status CheckWithOptions(const BoundCall& call) {
 }
 
 template <typename Params>
-void SetForwardCommon(const BoundCall& call, const v1::MhcOptions& proto,
-                      const LaunchContext& ctx, Params& p) {
+void SetForwardCommon(const BoundCall& call, const v1::MhcOptions& proto, const LaunchContext& ctx,
+                      Params& p) {
   const Options o = ReadOptions(proto);
   p.X = call.ptr<const uint16_t>("x");
   p.fn = call.ptr<const float>("fn");

@@ -6,9 +6,7 @@
 
 namespace cakegrad::server {
 
-const char* RegionKindName(RegionKind kind) {
-  return kind == RegionKind::kCuda ? "cuda" : "host";
-}
+const char* RegionKindName(RegionKind kind) { return kind == RegionKind::kCuda ? "cuda" : "host"; }
 
 absl::StatusOr<uint64_t> RegionRegistry::Add(const std::string& session_id, std::string label,
                                              RegionKind kind, MappedRange range) {

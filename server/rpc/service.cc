@@ -122,9 +122,9 @@ grpc::ServerUnaryReactor* CakegradService::CloseSession(grpc::CallbackServerCont
   });
 }
 
-grpc::ServerUnaryReactor* CakegradService::RegisterRegion(
-    grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request,
-    v1::RegisterRegionResponse* response) {
+grpc::ServerUnaryReactor* CakegradService::RegisterRegion(grpc::CallbackServerContext* context,
+                                                          const v1::RegisterRegionRequest* request,
+                                                          v1::RegisterRegionResponse* response) {
   return Answer(context, [&]() -> absl::Status {
     RETURN_IF_ERROR(Ready());
     RETURN_IF_ERROR(ctx_.sessions->Check(request->session_id()));
@@ -145,12 +145,12 @@ grpc::ServerUnaryReactor* CakegradService::RegisterRegion(
         return absl::InvalidArgumentError("RegisterRegion: memory (cuda or host) is required");
     }
     if (range.size > ctx_.limits.max_region_bytes()) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("region of ", range.size, " bytes exceeds --max_region_bytes (",
-                       ctx_.limits.max_region_bytes(), ")"));
+      return absl::ResourceExhaustedError(absl::StrCat("region of ", range.size,
+                                                       " bytes exceeds --max_region_bytes (",
+                                                       ctx_.limits.max_region_bytes(), ")"));
     }
-    ASSIGN_OR_RETURN(uint64_t id, ctx_.regions->Add(request->session_id(), request->label(),
-                                                    kind, std::move(range)));
+    ASSIGN_OR_RETURN(uint64_t id, ctx_.regions->Add(request->session_id(), request->label(), kind,
+                                                    std::move(range)));
     response->set_region_id(id);
     return absl::OkStatus();
   });
@@ -180,14 +180,15 @@ grpc::ServerUnaryReactor* CakegradService::ListRegions(grpc::CallbackServerConte
       info->set_kind(RegionKindName(region->kind));
       info->set_gpu_uuid(region->range.gpu_uuid);
       // The registry's own reference and this listing's copy are not in-flight requests.
-      info->set_in_flight(static_cast<uint32_t>(region.use_count() > 2 ? region.use_count() - 2 : 0));
+      info->set_in_flight(
+          static_cast<uint32_t>(region.use_count() > 2 ? region.use_count() - 2 : 0));
     }
     return absl::OkStatus();
   });
 }
 
-void CakegradService::RecordRun(const std::string& op, const absl::Status& status,
-                                absl::Time start, JobTiming timing) {
+void CakegradService::RecordRun(const std::string& op, const absl::Status& status, absl::Time start,
+                                JobTiming timing) {
   (status.ok() ? served_ : failed_).fetch_add(1);
   if (ctx_.metrics == nullptr) return;
   ctx_.metrics->RecordRun(op, status.code(), timing.queued, timing.compute, absl::Now() - start);
@@ -223,14 +224,14 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
         absl::StrCat(name, " has no CUDA kernel in this build of cakegradd")));
   }
   if (request->completion().mode() != v1::Completion::SYNC) {
-    return fail(absl::UnimplementedError(
-        "Run: completion mode EVENT is not implemented yet; use SYNC"));
+    return fail(
+        absl::UnimplementedError("Run: completion mode EVENT is not implemented yet; use SYNC"));
   }
   BindOptions options;
   options.memory = ctx_.backend->memory();
   options.needs_workspace = options.memory == RegionKind::kCuda;
-  auto bound = Bind(*op, refl->GetMessage(*request, field), request->session_id(),
-                    *ctx_.regions, options);
+  auto bound =
+      Bind(*op, refl->GetMessage(*request, field), request->session_id(), *ctx_.regions, options);
   if (!bound.ok()) return fail(bound.status());
 
   const int device = bound->device < 0 ? 0 : bound->device;
@@ -250,9 +251,9 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   return reactor;
 }
 
-grpc::ServerUnaryReactor* CakegradService::GetWorkspaceSize(
-    grpc::CallbackServerContext* context, const v1::WorkspaceSizeRequest* request,
-    v1::WorkspaceSizeResponse* response) {
+grpc::ServerUnaryReactor* CakegradService::GetWorkspaceSize(grpc::CallbackServerContext* context,
+                                                            const v1::WorkspaceSizeRequest* request,
+                                                            v1::WorkspaceSizeResponse* response) {
   return Answer(context, [&]() -> absl::Status {
     RETURN_IF_ERROR(Ready());
     const OpSpec* op = FindOp(request->operator_());

@@ -47,8 +47,7 @@ class CakegradService final : public v1::Cakegrad::CallbackService {
   grpc::ServerUnaryReactor* ListRegions(grpc::CallbackServerContext* context,
                                         const v1::ListRegionsRequest* request,
                                         v1::ListRegionsResponse* response) override;
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
-                                const v1::RunRequest* request,
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
                                 v1::RunResponse* response) override;
   grpc::ServerUnaryReactor* GetWorkspaceSize(grpc::CallbackServerContext* context,
                                              const v1::WorkspaceSizeRequest* request,

@@ -18,9 +18,10 @@ absl::Status Executor::Submit(Job job) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the daemon is shutting down");
   if (queued_ >= max_queue_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "device ", device_, " has ", queued_, " requests queued, the limit (--max_queue_depth); "
-        "retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("device ", device_, " has ", queued_,
+                     " requests queued, the limit (--max_queue_depth); "
+                     "retry later"));
   }
   job.enqueued = absl::Now();
   std::deque<Job>& q = per_session_[job.session_id];
@@ -49,9 +50,8 @@ void Executor::Loop() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](Executor* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu_) {
-            return e->queued_ > 0 || e->stopping_;
-          },
+          +[](Executor* e)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu_) { return e->queued_ > 0 || e->stopping_; },
           this));
       if (queued_ == 0) return;  // stopping and drained
       const std::string session = std::move(turn_order_.front());
@@ -70,8 +70,7 @@ void Executor::Loop() {
     absl::Status status = backend_->Execute(*job.call);
     JobTiming timing{start - job.enqueued, absl::Now() - start};
     if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
-      spdlog::error("{} on device {} failed: {}", job.call->op->name, device_,
-                    status.ToString());
+      spdlog::error("{} on device {} failed: {}", job.call->op->name, device_, status.ToString());
     }
     job.call.reset();  // unpin regions before the reply: an unregister may be waiting on them
     job.done(std::move(status), timing);

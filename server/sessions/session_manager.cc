@@ -21,9 +21,8 @@ absl::StatusOr<std::string> SessionManager::Open(const std::string& client_name,
                                                  std::function<void()> on_close) {
   absl::MutexLock lock(&mu_);
   if (sessions_.size() >= max_sessions_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the daemon already serves ", sessions_.size(),
-                     " sessions, the limit (--max_sessions)"));
+    return absl::ResourceExhaustedError(absl::StrCat("the daemon already serves ", sessions_.size(),
+                                                     " sessions, the limit (--max_sessions)"));
   }
   std::string id = NewSessionId();
   while (sessions_.contains(id)) id = NewSessionId();

@@ -43,8 +43,7 @@ absl::Status Invalid(const OpSpec& op, const std::string& arg, const std::string
 }
 
 // Checks `shape` against `rule`, binding unbound symbols from it.
-absl::Status MatchShape(const OpSpec& op, const TensorSpec& spec,
-                        const std::vector<int64_t>& shape,
+absl::Status MatchShape(const OpSpec& op, const TensorSpec& spec, const std::vector<int64_t>& shape,
                         absl::flat_hash_map<std::string, int64_t>& dims) {
   auto expected = [&] {
     std::vector<std::string> parts;
@@ -80,9 +79,9 @@ absl::Status MatchShape(const OpSpec& op, const TensorSpec& spec,
     if (it == dims.end()) {
       const int64_t scaled = got - d.add;
       if (scaled < 0 || scaled % d.mul != 0) {
-        return Invalid(op, spec.name,
-                       absl::StrCat("must have shape ", RuleString(spec.shape), ", got ",
-                                    ShapeString(shape)));
+        return Invalid(
+            op, spec.name,
+            absl::StrCat("must have shape ", RuleString(spec.shape), ", got ", ShapeString(shape)));
       }
       dims[d.symbol] = scaled / d.mul;
     } else if (got != d.mul * it->second + d.add) {
@@ -155,9 +154,9 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
     bool dtype_ok = false;
     for (DType t : allowed) dtype_ok = dtype_ok || t == bound.dtype;
     if (!dtype_ok) {
-      return Invalid(op, spec.name,
-                     absl::StrCat("must be ", DTypeList(allowed), ", got ",
-                                  kernels::DTypeName(bound.dtype)));
+      return Invalid(
+          op, spec.name,
+          absl::StrCat("must be ", DTypeList(allowed), ", got ", kernels::DTypeName(bound.dtype)));
     }
     if (spec.role == Role::kWorkspace) {
       if (bound.shape.size() != 1 || bound.shape[0] < 0) {
@@ -185,8 +184,8 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
     if (pin == pinned.end()) {
       auto region = regions.Pin(session_id, ref.region_id());
       if (!region.ok()) {
-        return absl::Status(region.status().code(),
-                            absl::StrCat(op.name, ": ", spec.name, ": ", region.status().message()));
+        return absl::Status(region.status().code(), absl::StrCat(op.name, ": ", spec.name, ": ",
+                                                                 region.status().message()));
       }
       pin = pinned.emplace(ref.region_id(), *std::move(region)).first;
     }
@@ -215,9 +214,10 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
                                   " but earlier tensors of this call are on device ", call.device));
     }
     bound.data = region.range.base + ref.offset();
-    placed.push_back({spec.name, Placed{&region, ref.offset(), bound.bytes,
-                                        spec.role == Role::kOutput || spec.role == Role::kOptionalOutput ||
-                                            spec.role == Role::kWorkspace}});
+    placed.push_back(
+        {spec.name, Placed{&region, ref.offset(), bound.bytes,
+                           spec.role == Role::kOutput || spec.role == Role::kOptionalOutput ||
+                               spec.role == Role::kWorkspace}});
   }
 
   // An output that overlaps any other tensor would be read and written by different threads of

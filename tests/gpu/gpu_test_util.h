@@ -9,20 +9,19 @@
 #include <vector>
 
 // Skips the test, with the reason, when no CUDA device is visible (CI, laptops).
-#define CAKEGRAD_REQUIRE_GPU()                                                            \
-  do {                                                                                    \
-    int cakegrad_device_count = 0;                                                        \
-    if (cudaGetDeviceCount(&cakegrad_device_count) != cudaSuccess ||                      \
-        cakegrad_device_count == 0) {                                                     \
-      (void)cudaGetLastError();                                                           \
-      GTEST_SKIP() << "no CUDA device visible: GPU test skipped (run "                    \
-                      "tools/gpu/run_gpu_tests.sh on the GPU machine)";                   \
-    }                                                                                     \
+#define CAKEGRAD_REQUIRE_GPU()                                                                     \
+  do {                                                                                             \
+    int cakegrad_device_count = 0;                                                                 \
+    if (cudaGetDeviceCount(&cakegrad_device_count) != cudaSuccess || cakegrad_device_count == 0) { \
+      (void)cudaGetLastError();                                                                    \
+      GTEST_SKIP() << "no CUDA device visible: GPU test skipped (run "                             \
+                      "tools/gpu/run_gpu_tests.sh on the GPU machine)";                            \
+    }                                                                                              \
   } while (0)
 
-#define CUDA_ASSERT_OK(expr)                                                              \
-  do {                                                                                    \
-    cudaError_t cakegrad_err = (expr);                                                    \
+#define CUDA_ASSERT_OK(expr)                                                                   \
+  do {                                                                                         \
+    cudaError_t cakegrad_err = (expr);                                                         \
     ASSERT_EQ(cakegrad_err, cudaSuccess) << #expr << ": " << cudaGetErrorString(cakegrad_err); \
   } while (0)
 
@@ -44,7 +43,10 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) { o.ptr_ = nullptr; o.n_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) {
+    o.ptr_ = nullptr;
+    o.n_ = 0;
+  }
 
   T* get() const { return ptr_; }
   size_t size() const { return n_; }

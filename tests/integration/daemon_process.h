@@ -34,8 +34,7 @@ class DaemonProcess {
     // $CAKEGRAD_DAEMON overrides the build tree's binary (a packaged build on the GPU machine).
     const char* daemon = std::getenv("CAKEGRAD_DAEMON");
     std::vector<std::string> args = {daemon != nullptr ? daemon : CAKEGRAD_DAEMON_PATH,
-                                     "--socket=" + socket_,
-                                     "--backend=host", "--log_level=info"};
+                                     "--socket=" + socket_, "--backend=host", "--log_level=info"};
     for (auto& f : extra_flags) args.push_back(f);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

@@ -85,9 +85,11 @@ TEST_P(Conv1dServed, ForwardAndBackwardEqualTheReference) {
 
   Tensor x = arena.Put(DType::kBF16, {c.S, c.C}, xs);
   Tensor dy = arena.Put(DType::kBF16, {c.S, c.C}, dys);
-  Tensor weight = bf16w ? arena.Put(DType::kBF16, {c.C, 4}, w16) : arena.Put(DType::kFP32, {c.C, 4}, w32);
+  Tensor weight =
+      bf16w ? arena.Put(DType::kBF16, {c.C, 4}, w16) : arena.Put(DType::kFP32, {c.C, 4}, w32);
   std::optional<Tensor> bias;
-  if (c.bias) bias = bf16w ? arena.Put(DType::kBF16, {c.C}, b16) : arena.Put(DType::kFP32, {c.C}, b32);
+  if (c.bias)
+    bias = bf16w ? arena.Put(DType::kBF16, {c.C}, b16) : arena.Put(DType::kFP32, {c.C}, b32);
   Tensor cu = c.seqlens_dtype == DType::kINT64 ? arena.Put(DType::kINT64, {c.docs + 1}, cuts)
                                                : arena.Put(DType::kINT32, {c.docs + 1}, cuts32);
   Tensor y = arena.Alloc(DType::kBF16, {c.S, c.C});
@@ -97,8 +99,8 @@ TEST_P(Conv1dServed, ForwardAndBackwardEqualTheReference) {
   if (c.bias) dbias = arena.Alloc(c.weight_dtype, {c.C});
 
   ASSERT_TRUE(client_->Conv1dForward({x, weight, cu, bias, y}).ok());
-  auto run = client_->Conv1dBackward({x, weight, cu, dy, bias, c.policy, std::nullopt, dx,
-                                      dweight, dbias});
+  auto run = client_->Conv1dBackward(
+      {x, weight, cu, dy, bias, c.policy, std::nullopt, dx, dweight, dbias});
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->operator_(), "conv1d_backward");
 
@@ -111,8 +113,8 @@ TEST_P(Conv1dServed, ForwardAndBackwardEqualTheReference) {
   f.weight_dtype = c.weight_dtype;
   f.bias = !c.bias ? nullptr : bf16w ? static_cast<const void*>(b16.data()) : b32.data();
   f.bias_dtype = c.weight_dtype;
-  f.cu_seqlens = c.seqlens_dtype == DType::kINT64 ? static_cast<const void*>(cuts.data())
-                                                  : cuts32.data();
+  f.cu_seqlens =
+      c.seqlens_dtype == DType::kINT64 ? static_cast<const void*>(cuts.data()) : cuts32.data();
   f.seqlens_dtype = c.seqlens_dtype;
   f.y = ref_y.data();
   f.S = c.S;
@@ -199,14 +201,20 @@ TEST_F(DaemonTest, BadInputsGetPreciseErrorsAndTheDaemonStaysHealthy) {
        absl::StatusCode::kInvalidArgument, "dx lies outside region"},
       {"offset overflow", [](auto& a) { a.dy.offset = ~0ull - 7; },
        absl::StatusCode::kInvalidArgument, "dy lies outside region"},
-      {"size overflow", [](auto& a) { a.x.shape = {int64_t{1} << 40, int64_t{1} << 23}; },
+      {"size overflow",
+       [](auto& a) {
+         a.x.shape = {int64_t{1} << 40, int64_t{1} << 23};
+       },
        absl::StatusCode::kInvalidArgument, "x"},
       {"wrong dtype", [](auto& a) { a.dy.dtype = DType::kFP32; },
        absl::StatusCode::kInvalidArgument, "dy must be bfloat16, got float32"},
-      {"wrong shape", [](auto& a) { a.dy.shape = {64, 9}; },
+      {"wrong shape",
+       [](auto& a) {
+         a.dy.shape = {64, 9};
+       },
        absl::StatusCode::kInvalidArgument, "dy must have shape [S, C] = [64, 8], got [64, 9]"},
-      {"misaligned", [](auto& a) { a.dweight.offset += 2; },
-       absl::StatusCode::kInvalidArgument, "dweight is misaligned"},
+      {"misaligned", [](auto& a) { a.dweight.offset += 2; }, absl::StatusCode::kInvalidArgument,
+       "dweight is misaligned"},
       {"unknown region", [](auto& a) { a.x.region_id = 987654; }, absl::StatusCode::kNotFound,
        "x: region 987654 is not registered"},
       {"bad policy", [](auto& a) { a.silu_grad_preactivation = "fp16"; },
@@ -346,8 +354,8 @@ TEST_F(DaemonTest, TruncatedSharedMemoryIsAnErrorNotACrash) {
 }
 
 TEST_F(DaemonTest, KilledClientsRegionsAreReleased) {
-  std::string cmd = std::string(CAKEGRAD_CLI_PATH) + " hold-regions --regions=3 --address=" +
-                    daemon_.address();
+  std::string cmd =
+      std::string(CAKEGRAD_CLI_PATH) + " hold-regions --regions=3 --address=" + daemon_.address();
   FILE* child = popen(("exec " + cmd).c_str(), "r");
   ASSERT_NE(child, nullptr);
   char line[256] = {};

@@ -59,10 +59,16 @@ TEST(Metrics, CountsRequestsByOperatorAndCode) {
   ASSERT_FALSE((*client)->Conv1dBackward(args).ok());
 
   const std::string page = HttpGet(port, "/metrics");
-  EXPECT_THAT(page, HasSubstr("cakegrad_requests_total{code=\"OK\",operator=\"conv1d_backward\"} 2"));
-  EXPECT_THAT(page, HasSubstr(
-                        "cakegrad_requests_total{code=\"INVALID_ARGUMENT\",operator=\"conv1d_backward\"} 1"));
-  EXPECT_THAT(page, HasSubstr("cakegrad_request_seconds_count{operator=\"conv1d_backward\",phase=\"compute\"} 2"));
+  EXPECT_THAT(page,
+              HasSubstr("cakegrad_requests_total{code=\"OK\",operator=\"conv1d_backward\"} 2"));
+  EXPECT_THAT(
+      page,
+      HasSubstr(
+          "cakegrad_requests_total{code=\"INVALID_ARGUMENT\",operator=\"conv1d_backward\"} 1"));
+  EXPECT_THAT(
+      page,
+      HasSubstr(
+          "cakegrad_request_seconds_count{operator=\"conv1d_backward\",phase=\"compute\"} 2"));
   EXPECT_THAT(page, HasSubstr("cakegrad_sessions 1"));
   EXPECT_THAT(page, HasSubstr("cakegrad_regions 1"));
 }

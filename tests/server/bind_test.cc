@@ -8,8 +8,8 @@
 #include <limits>
 #include <vector>
 
-#include "cakegrad/v1/service.pb.h"
 #include "cakegrad/kernels/conv1d.h"
+#include "cakegrad/v1/service.pb.h"
 #include "ops/op_registry.h"
 
 namespace cakegrad::server {
@@ -50,7 +50,10 @@ class BindTest : public ::testing::Test {
       ref.add_shape(d);
       n *= d;
     }
-    const int64_t elem = dtype == v1::BF16 ? 2 : dtype == v1::INT64 ? 8 : dtype == v1::UINT8 ? 1 : 4;
+    const int64_t elem = dtype == v1::BF16    ? 2
+                         : dtype == v1::INT64 ? 8
+                         : dtype == v1::UINT8 ? 1
+                                              : 4;
     next_offset_ += (n * elem + 255) / 256 * 256;
     return ref;
   }
@@ -127,7 +130,8 @@ TEST_F(BindTest, WrongShapeNamesExpectedAndReceived) {
   *r.mutable_dy() = Ref(v1::BF16, {100, 9});
   absl::Status s = BindStatus("conv1d_backward", r);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("dy must have shape [S, C] = [100, 8], got [100, 9]"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("dy must have shape [S, C] = [100, 8], got [100, 9]"));
 
   auto rank = ValidConv1dBackward();
   *rank.mutable_weight() = Ref(v1::FP32, {8, 4, 1});
@@ -237,7 +241,6 @@ TEST_F(BindTest, WorkspaceTooSmallForCuda) {
   EXPECT_TRUE(BindStatus("conv1d_backward", r, true).ok());
 }
 
-
 TEST_F(BindTest, MhcRules) {
   v1::MhcForwardFinishRequest r;
   *r.mutable_x() = Ref(v1::BF16, {4, 4, 300});
@@ -289,8 +292,7 @@ TEST_F(BindTest, KdaRules) {
 
   auto packed = r;
   *packed.mutable_cu_seqlens() = Ref(v1::INT64, {3});
-  EXPECT_THAT(std::string(BindStatus("kda_forward", packed).message()),
-              HasSubstr("B must be 1"));
+  EXPECT_THAT(std::string(BindStatus("kda_forward", packed).message()), HasSubstr("B must be 1"));
 
   auto bound = r;
   bound.mutable_options()->set_lower_bound(0.0);

@@ -46,9 +46,9 @@ class DeviceArena {
   template <typename T>
   Tensor Put(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
     Tensor t = Alloc(dtype, std::move(shape));
-    EXPECT_EQ(cudaMemcpy(ptr<void>(t), values.data(), values.size() * sizeof(T),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
+    EXPECT_EQ(
+        cudaMemcpy(ptr<void>(t), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+        cudaSuccess);
     return t;
   }
   template <typename T>
@@ -174,8 +174,8 @@ TEST_F(CudaDaemonTest, Conv1dServedBitwiseEqualToTheLibrary) {
       tdb[i] = a.Alloc(DType::kFP32, {C});
     }
     ASSERT_TRUE(client_->Conv1dForward({tx[0], tw[0], tcu[0], tb[0], ty[0]}).ok());
-    auto run = client_->Conv1dBackward({tx[0], tw[0], tcu[0], tdy[0], tb[0], policy, std::nullopt,
-                                        tdx[0], tdw[0], tdb[0]});
+    auto run = client_->Conv1dBackward(
+        {tx[0], tw[0], tcu[0], tdy[0], tb[0], policy, std::nullopt, tdx[0], tdw[0], tdb[0]});
     ASSERT_TRUE(run.ok()) << run.status();
 
     k::Conv1dFwdParams f;
@@ -231,9 +231,9 @@ TEST_F(CudaDaemonTest, MalformedCuSeqlensIsInvalidArgumentOnTheGpu) {
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument) << run.status();
   EXPECT_THAT(std::string(run.status().message()), HasSubstr("cu_seqlens is malformed"));
   std::vector<int32_t> good = {0, 300, 700, static_cast<int32_t>(S)};
-  ASSERT_EQ(cudaMemcpy(arena.ptr<int32_t>(args.cu_seqlens), good.data(), 16,
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpy(arena.ptr<int32_t>(args.cu_seqlens), good.data(), 16, cudaMemcpyHostToDevice),
+      cudaSuccess);
   EXPECT_TRUE(client_->Conv1dBackward(args).ok()) << "the daemon recovers";
 }
 
@@ -245,8 +245,8 @@ TEST_F(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
              dus = RandomBf16(T * C);
   const auto fn = RandomFloat(24 * 4 * C, 0, 1e-2), scale = UniformFloat(3, 1e-2, 1),
              base = RandomFloat(24);
-  Tensor x[2], b[2], dy[2], du[2], tfn[2], tscale[2], tbase[2], u[2], stats[2], y[2], db[2],
-      gs[2], dx[2], dfn[2], dscale[2], dbase[2];
+  Tensor x[2], b[2], dy[2], du[2], tfn[2], tscale[2], tbase[2], u[2], stats[2], y[2], db[2], gs[2],
+      dx[2], dfn[2], dscale[2], dbase[2];
   DeviceArena* arenas[2] = {&served, &direct};
   for (int i = 0; i < 2; ++i) {
     DeviceArena& a = *arenas[i];
@@ -267,17 +267,19 @@ TEST_F(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
     dscale[i] = a.Alloc(DType::kFP32, {3});
     dbase[i] = a.Alloc(DType::kFP32, {24});
   }
-  ASSERT_TRUE(client_->MhcForwardPrepare({x[0], tfn[0], tscale[0], tbase[0], {}, u[0], stats[0]}).ok());
+  ASSERT_TRUE(
+      client_->MhcForwardPrepare({x[0], tfn[0], tscale[0], tbase[0], {}, u[0], stats[0]}).ok());
   ASSERT_TRUE(client_->MhcForwardFinish({x[0], b[0], stats[0], y[0]}).ok());
   ASSERT_TRUE(client_->MhcBackwardPrepare({x[0], dy[0], b[0], stats[0], db[0], gs[0]}).ok());
-  MhcBackwardFinishArgs fa{x[0], dy[0], du[0], b[0], tfn[0], tscale[0], tbase[0], stats[0], gs[0],
-                           {}, false, std::nullopt, dx[0], dfn[0], dscale[0], dbase[0]};
+  MhcBackwardFinishArgs fa{x[0],     dy[0],    du[0],     b[0],    tfn[0], tscale[0],
+                           tbase[0], stats[0], gs[0],     {},      false,  std::nullopt,
+                           dx[0],    dfn[0],   dscale[0], dbase[0]};
   auto run = client_->MhcBackwardFinish(fa);
   ASSERT_TRUE(run.ok()) << run.status();
 
-  DeviceBuffer<uint8_t> ws(std::max({k::MhcForwardWorkspaceBytes(T, C),
-                                     k::MhcBackwardPrepareWorkspaceBytes(T, C),
-                                     k::MhcBackwardFinishWorkspaceBytes(T, C), int64_t{16}}));
+  DeviceBuffer<uint8_t> ws(
+      std::max({k::MhcForwardWorkspaceBytes(T, C), k::MhcBackwardPrepareWorkspaceBytes(T, C),
+                k::MhcBackwardFinishWorkspaceBytes(T, C), int64_t{16}}));
   auto P = [&](const Tensor& t) { return direct.ptr<uint16_t>(t); };
   auto F = [&](const Tensor& t) { return direct.ptr<float>(t); };
   k::MhcFwdPrepareParams fp;
@@ -363,20 +365,20 @@ TEST_F(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
     ddt[i] = a.Alloc(DType::kFP32, {H, 128});
     dh0[i] = a.Alloc(DType::kFP32, ss);
   }
-  KdaForwardArgs fa{tq[0], tk[0], tv[0], tg[0], tbeta[0], ta[0], tdt[0], th0[0], tcu[0], {},
-                    std::nullopt, o[0], fs[0]};
+  KdaForwardArgs fa{tq[0],  tk[0],  tv[0], tg[0],        tbeta[0], ta[0], tdt[0],
+                    th0[0], tcu[0], {},    std::nullopt, o[0],     fs[0]};
   auto fwd = client_->KdaForward(fa);
   ASSERT_TRUE(fwd.ok()) << fwd.status();
-  KdaBackwardArgs ba{tq[0], tk[0], tv[0], tg[0], tbeta[0], ta[0], tdt[0], th0[0], tdo[0], tdfs[0],
-                     tcu[0], {}, std::nullopt, dq[0], dk[0], dv[0], dg[0], dbeta[0], da[0],
-                     ddt[0], dh0[0]};
+  KdaBackwardArgs ba{tq[0],  tk[0],  tv[0],   tg[0],    tbeta[0], ta[0],        tdt[0],
+                     th0[0], tdo[0], tdfs[0], tcu[0],   {},       std::nullopt, dq[0],
+                     dk[0],  dv[0],  dg[0],   dbeta[0], da[0],    ddt[0],       dh0[0]};
   auto bwd = client_->KdaBackward(ba);
   ASSERT_TRUE(bwd.ok()) << bwd.status();
 
   auto P = [&](const Tensor& t) { return direct.ptr<uint16_t>(t); };
   auto F = [&](const Tensor& t) { return direct.ptr<float>(t); };
-  DeviceBuffer<uint8_t> ws(std::max(k::KdaForwardWorkspaceBytes(1, T, H, N),
-                                    k::KdaBackwardWorkspaceBytes(1, T, H, N)));
+  DeviceBuffer<uint8_t> ws(
+      std::max(k::KdaForwardWorkspaceBytes(1, T, H, N), k::KdaBackwardWorkspaceBytes(1, T, H, N)));
   k::KdaFwdParams f;
   f.q = P(tq[1]);
   f.k = P(tk[1]);
@@ -424,7 +426,7 @@ TEST_F(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
   b.num_docs = N;
   ASSERT_TRUE(k::KdaBackwardCuda(b, stream_).ok());
   const std::pair<Tensor*, const char*> outputs[] = {
-      {o, "o"},   {fs, "final_state"}, {dq, "dq"},       {dk, "dk"},      {dv, "dv"},
+      {o, "o"},   {fs, "final_state"}, {dq, "dq"},     {dk, "dk"},        {dv, "dv"},
       {dg, "dg"}, {dbeta, "dbeta"},    {da, "dA_log"}, {ddt, "ddt_bias"}, {dh0, "dinitial_state"}};
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
 }

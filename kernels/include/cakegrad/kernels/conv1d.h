@@ -19,36 +19,36 @@ enum class SiluGradPreactivation : int32_t {
 };
 
 struct Conv1dFwdParams {
-  const uint16_t* x = nullptr;       // BF16 [S, C]
-  const void* weight = nullptr;      // [C, 4], weight_dtype
-  DType weight_dtype = DType::kFP32;  // kFP32 or kBF16
-  const void* bias = nullptr;        // [C] or nullptr, bias_dtype
-  DType bias_dtype = DType::kFP32;    // kFP32 or kBF16
-  const void* cu_seqlens = nullptr;  // [num_docs + 1], seqlens_dtype
+  const uint16_t* x = nullptr;          // BF16 [S, C]
+  const void* weight = nullptr;         // [C, 4], weight_dtype
+  DType weight_dtype = DType::kFP32;    // kFP32 or kBF16
+  const void* bias = nullptr;           // [C] or nullptr, bias_dtype
+  DType bias_dtype = DType::kFP32;      // kFP32 or kBF16
+  const void* cu_seqlens = nullptr;     // [num_docs + 1], seqlens_dtype
   DType seqlens_dtype = DType::kINT32;  // kINT32 or kINT64
-  uint16_t* y = nullptr;             // BF16 [S, C] output
-  int64_t S = 0;                     // packed tokens
-  int64_t C = 0;                     // channels
-  int64_t num_docs = 0;              // N; cu_seqlens has N + 1 entries
-  uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
+  uint16_t* y = nullptr;                // BF16 [S, C] output
+  int64_t S = 0;                        // packed tokens
+  int64_t C = 0;                        // channels
+  int64_t num_docs = 0;                 // N; cu_seqlens has N + 1 entries
+  uint32_t* device_status = nullptr;    // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
 struct Conv1dBwdParams {
-  const uint16_t* x = nullptr;        // BF16 [S, C]
-  const void* weight = nullptr;       // [C, 4], weight_dtype
+  const uint16_t* x = nullptr;   // BF16 [S, C]
+  const void* weight = nullptr;  // [C, 4], weight_dtype
   DType weight_dtype = DType::kFP32;
-  const void* bias = nullptr;         // [C] or nullptr
+  const void* bias = nullptr;  // [C] or nullptr
   DType bias_dtype = DType::kFP32;
-  const void* cu_seqlens = nullptr;   // [num_docs + 1]
+  const void* cu_seqlens = nullptr;  // [num_docs + 1]
   DType seqlens_dtype = DType::kINT32;
-  const uint16_t* dy = nullptr;       // BF16 [S, C]
+  const uint16_t* dy = nullptr;  // BF16 [S, C]
   SiluGradPreactivation policy = SiluGradPreactivation::kBF16;
-  uint16_t* dx = nullptr;             // BF16 [S, C] output
-  void* dweight = nullptr;            // [C, 4] output, dweight_dtype
+  uint16_t* dx = nullptr;   // BF16 [S, C] output
+  void* dweight = nullptr;  // [C, 4] output, dweight_dtype
   DType dweight_dtype = DType::kFP32;
-  void* dbias = nullptr;              // [C] output (required iff bias), dbias_dtype
+  void* dbias = nullptr;  // [C] output (required iff bias), dbias_dtype
   DType dbias_dtype = DType::kFP32;
-  void* workspace = nullptr;          // scratch, >= Conv1dBackwardWorkspaceBytes; never zeroed
+  void* workspace = nullptr;  // scratch, >= Conv1dBackwardWorkspaceBytes; never zeroed
   int64_t workspace_bytes = 0;
   int64_t S = 0;
   int64_t C = 0;
