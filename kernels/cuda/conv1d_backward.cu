@@ -1,0 +1,382 @@
+// Backward of the causal depthwise conv1d (width 4) + SiLU, two launches on the caller's stream:
+//   1. the main kernel recomputes pre, writes dx and one FP32 partial row per token tile of
+//      dweight[:, 0..3] and dbias into the workspace;
+//   2. the reduce kernel, launched programmatically dependent on it (PDL), sums the partial rows
+//      of every channel in a fixed order: FP32 under "bf16", FP64 under "fp32".
+// Every sum runs in an order fixed by (S, C), so outputs are bitwise reproducible whatever the
+// workspace held, the stream, or the vector width the pointers' alignment allowed.
+#include <climits>
+
+#include "conv1d_common.cuh"
+
+namespace cakegrad::kernels {
+namespace conv1d {
+namespace {
+
+constexpr int kReduceThreads = 256;
+constexpr int kReduceCols = 32;  // one warp-wide coalesced column strip per CTA
+constexpr int kReduceGroups = kReduceThreads / kReduceCols;
+static_assert(kReduceThreads % kReduceCols == 0 && kReduceCols == 32, "a warp per row group");
+
+// SiLU'(p) = s (1 + p (1 - s)), s = sigmoid(p). Under "bf16" p carries 8 bits, so the fast
+// sigmoid (a few FP32 ulps) is exact enough; "fp32" promises ~2e-7 on dweight, so it pays five
+// more instructions per element for a sigmoid within a few ulps at any p.
+template <bool kRoundPre>
+__device__ __forceinline__ float SiluGrad(float p) {
+  const float s = kRoundPre ? SigmoidFast(p) : SigmoidAccurate(p);
+  const float q = __fmaf_rn(-p, s, p);  // p (1 - s)
+  return __fmaf_rn(s, q, s);
+}
+
+// One thread's walk over its segment (see the kernel). Step i handles token r = s0 - 3 + i: it
+// loads the token of step i + 4 (pointers xn, dyn), pushes x[r] into the window, computes
+// dpre[r] (i >= 3), accumulates dweight/dbias (3 <= i < L + 3) and writes dx[r - 3] (i >= 6) at
+// dxo. `lim`: steps whose token exists; `store_lim`: steps whose dx row exists.
+// kBoundaries: whether a document starts inside the segment's window (rare with long
+// documents); only then does a start reset the x window (dropping the terms before the
+// document from pre and dweight) and mask dx's look-ahead terms from the next document.
+template <int V, bool kRoundPre, bool kBoundaries>
+__device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int lim, int store_lim,
+                                        int64_t C, const uint16_t* xn, const uint16_t* dyn,
+                                        uint16_t* dxo, RawT<V> (&xr)[4], RawT<V> (&dyr)[4],
+                                        const float (&w)[kConv1dWidth][V], const float (&b)[V],
+                                        float (&acc)[kPartialRows][V]) {
+  constexpr int L = BwdTraits::kSegLen;
+  constexpr int kSteps = L + 2 * kHalo;
+  // xw[i & 3] = x[r], dp[i & 3] = dpre[r]; `starts` holds the start bits of the last three
+  // tokens.
+  float xw[4][V] = {}, dp[4][V] = {};
+  uint32_t starts = 0;
+  // Not unrolled further: one 4-step body indexes the windows with constants (registers).
+#pragma unroll 1
+  for (int g = 0; g < kSteps; g += 4) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = g + j;
+      float xc[V], dyc[V];
+      Unpack<V>(xr[j], xc);
+      Unpack<V>(dyr[j], dyc);
+      const bool next = i + 4 < lim;
+      xr[j] = next ? LoadRaw<V>(xn) : ZeroRaw<V>();
+      dyr[j] = next ? LoadRaw<V>(dyn) : ZeroRaw<V>();
+      xn += C;
+      dyn += C;
+      if (i >= kSteps) continue;
+      if constexpr (kBoundaries) {
+        const uint32_t st = MarkAt(marks, mbase + i);
+        if (st) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            xw[(j + 1) & 3][v] = 0.0f;
+            xw[(j + 2) & 3][v] = 0.0f;
+            xw[(j + 3) & 3][v] = 0.0f;
+          }
+        }
+        starts = ((starts << 1) | st) & 7u;
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) xw[j][v] = xc[v];
+      if (i < kHalo) continue;
+
+      // pre = b + w0 x[r-3] + w1 x[r-2] + w2 x[r-1] + w3 x[r], in this order (the tests replay
+      // it on the host to tell the policy's rounding apart from kernel error).
+      float pre[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        pre[v] = __fmaf_rn(w[0][v], xw[(j + 1) & 3][v], b[v]);
+        pre[v] = __fmaf_rn(w[1][v], xw[(j + 2) & 3][v], pre[v]);
+        pre[v] = __fmaf_rn(w[2][v], xw[(j + 3) & 3][v], pre[v]);
+        pre[v] = __fmaf_rn(w[3][v], xw[j][v], pre[v]);
+      }
+      if constexpr (kRoundPre) RoundToBf16<V>(pre);
+#pragma unroll
+      for (int v = 0; v < V; ++v) dp[j][v] = __fmul_rn(dyc[v], SiluGrad<kRoundPre>(pre[v]));
+
+      if (i < L + kHalo) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+#pragma unroll
+          for (int k = 0; k < kConv1dWidth; ++k) {
+            acc[k][v] = __fmaf_rn(dp[j][v], xw[(j + 1 + k) & 3][v], acc[k][v]);
+          }
+          acc[kConv1dWidth][v] = __fadd_rn(acc[kConv1dWidth][v], dp[j][v]);
+        }
+      }
+      if (i < 2 * kHalo) continue;
+      // dx[r-3] = w3 dpre[r-3] + w2 dpre[r-2] + w1 dpre[r-1] + w0 dpre[r].
+      if (i < store_lim) {
+        // Terms of a token in a later document are dropped: starts at r-2, r-1, r.
+        const bool t1 = !kBoundaries || (starts & 4u) == 0;
+        const bool t2 = !kBoundaries || (starts & 6u) == 0;
+        const bool t3 = !kBoundaries || starts == 0;
+        float dx[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          dx[v] = __fmul_rn(w[3][v], dp[(j + 1) & 3][v]);
+          if (t1) dx[v] = __fmaf_rn(w[2][v], dp[(j + 2) & 3][v], dx[v]);
+          if (t2) dx[v] = __fmaf_rn(w[1][v], dp[(j + 3) & 3][v], dx[v]);
+          if (t3) dx[v] = __fmaf_rn(w[0][v], dp[j][v], dx[v]);
+        }
+        StoreRaw<V>(dxo, Pack<V>(dx));
+      }
+      dxo += C;
+    }
+  }
+}
+
+template <int V, bool kRoundPre>
+__global__ void __launch_bounds__(BwdTraits::kThreads, 2)
+    Conv1dBwdMainKernel(const __grid_constant__ Conv1dBwdParams p, const Tiling tl) {
+  using Tr = BwdTraits;
+  constexpr int L = Tr::kSegLen;
+  // kHalo tokens of x history, L tokens of dpre + dweight, kHalo more dpre for dx's look-ahead.
+  constexpr int kSteps = L + 2 * kHalo;
+  __shared__ uint32_t marks[Tr::kMarkWords];
+  __shared__ __align__(16) float red[kPartialRows * Tr::kThreads * V];
+
+  const bool cu64 = p.seqlens_dtype == DType::kINT64;
+  CheckCuSeqlens(p.cu_seqlens, cu64, p.num_docs, p.S, p.device_status);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int vi = tid & (tl.vx - 1);
+  const int si = tid >> tl.vx_log2;
+  const int64_t ctile = blockIdx.x % tl.num_ctiles;
+  const int64_t ttile = blockIdx.x / tl.num_ctiles;
+  const int64_t C = p.C, S = p.S;
+  const int64_t c0 = (ctile * tl.vx + vi) * V;
+  const int64_t t_tile = ttile * tl.tile_tokens;
+  const int64_t s0 = t_tile + static_cast<int64_t>(si) * L;
+  const bool run = c0 < C && s0 < S;
+  // Tokens from s0 - kHalo on that exist (capped: only the comparison with step counts matters).
+  const int avail = static_cast<int>(S - (s0 - kHalo) < kSteps ? S - (s0 - kHalo) : kSteps);
+
+  // Loads of step i land in slot i & 3, issued four steps ahead; the first four go out before
+  // the document search so that their latency overlaps it.
+  RawT<V> xr[4], dyr[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t r = s0 - kHalo + j;
+    xr[j] = (run && r >= 0 && j < avail) ? LoadRaw<V>(p.x + r * C + c0) : ZeroRaw<V>();
+    dyr[j] = (run && j >= kHalo && j < avail) ? LoadRaw<V>(p.dy + r * C + c0) : ZeroRaw<V>();
+  }
+  MarkDocStarts<Tr::kThreads, Tr::kMarkWords>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
+                                              tl.tile_tokens + 2 * kHalo, marks);
+
+  float acc[kPartialRows][V] = {};  // dweight[:, 0..3], dbias over this segment
+  if (run) {
+    float w[kConv1dWidth][V], b[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+#pragma unroll
+      for (int k = 0; k < kConv1dWidth; ++k) {
+        w[k][v] = LoadParam(p.weight, p.weight_dtype, (c0 + v) * kConv1dWidth + k);
+      }
+      b[v] = p.bias != nullptr ? LoadParam(p.bias, p.bias_dtype, c0 + v) : 0.0f;
+    }
+    const int mbase = si * L;
+    const int lim = avail;
+    const int store_lim = avail + kHalo < kSteps ? avail + kHalo : kSteps;
+    const uint16_t* xn = p.x + (s0 + 1) * C + c0;  // the token of step 4
+    const uint16_t* dyn = p.dy + (s0 + 1) * C + c0;
+    uint16_t* dxo = p.dx + s0 * C + c0;  // the dx row of step 6
+    if (AnyMark(marks, mbase + 1, kSteps - 1)) {
+      BwdWalk<V, kRoundPre, true>(marks, mbase, lim, store_lim, C, xn, dyn, dxo, xr, dyr, w, b,
+                                  acc);
+    } else {
+      BwdWalk<V, kRoundPre, false>(marks, mbase, lim, store_lim, C, xn, dyn, dxo, xr, dyr, w, b,
+                                   acc);
+    }
+  }
+  // The reduce kernel may start launching; its griddepcontrol.wait still waits for this whole
+  // grid (and its memory) to finish.
+  cudaTriggerProgrammaticLaunchCompletion();
+
+  // Sum the tile's segments per channel in segment order, then write the tile's partial rows.
+  const int segs = tl.segs;
+  const int cb = tl.vx * V;  // channels of this CTA
+  const int rows = p.dbias != nullptr ? kPartialRows : kConv1dWidth;
+#pragma unroll
+  for (int k = 0; k < kPartialRows; ++k) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) red[(k * segs + si) * cb + vi * V + v] = acc[k][v];
+  }
+  __syncthreads();
+  float* ws = static_cast<float*>(p.workspace);
+  for (int e = tid; e < rows * cb; e += Tr::kThreads) {
+    const int k = e / cb, cc = e - k * cb;
+    const int64_t c = ctile * cb + cc;
+    if (c >= C) continue;
+    // "fp32" promises ~2e-7 on dweight: its segment sum runs in FP64 too.
+    using SegAcc = std::conditional_t<kRoundPre, float, double>;
+    SegAcc sum = SegAcc(0);
+    for (int s = 0; s < segs; ++s) sum += SegAcc(red[(k * segs + s) * cb + cc]);
+    ws[(ttile * kPartialRows + k) * C + c] = static_cast<float>(sum);
+  }
+}
+
+struct ReduceArgs {
+  const float* ws;      // [num_ttiles][kPartialRows][C] FP32 partial rows
+  void* dweight;        // [C, 4] output
+  DType dweight_dtype;  // kFP32 or kBF16
+  void* dbias;          // [C] output or nullptr
+  DType dbias_dtype;    // kFP32 or kBF16
+  int64_t C;            // channels
+  int64_t num_ttiles;   // partial rows per column
+  int32_t rows;         // 5 with dbias, else 4
+};
+
+template <typename Acc>
+__device__ __forceinline__ void StoreGrad(void* out, DType dtype, int64_t i, Acc v) {
+  const float f = static_cast<float>(v);
+  if (dtype == DType::kBF16) {
+    static_cast<uint16_t*>(out)[i] = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  } else {
+    static_cast<float*>(out)[i] = f;
+  }
+}
+
+// Column j = k * C + c of the partial rows: each warp sums its block of tiles in order, then
+// warp 0 adds the blocks in order. Acc is float ("bf16" policy) or double ("fp32").
+template <typename Acc>
+__global__ void __launch_bounds__(kReduceThreads)
+    Conv1dBwdReduceKernel(const __grid_constant__ ReduceArgs a) {
+  __shared__ Acc part[kReduceGroups][kReduceCols];
+  const int lane = static_cast<int>(threadIdx.x) % kReduceCols;
+  const int grp = static_cast<int>(threadIdx.x) / kReduceCols;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kReduceCols + lane;
+  const int64_t cols = a.rows * a.C;
+  const int64_t chunk = (a.num_ttiles + kReduceGroups - 1) / kReduceGroups;
+  const int64_t t_begin = grp * chunk;
+  const int64_t t_end = t_begin + chunk < a.num_ttiles ? t_begin + chunk : a.num_ttiles;
+  const int64_t stride = kPartialRows * a.C;
+
+  // Everything above ran while the main kernel was finishing; the partial rows are read only
+  // after it completed.
+  cudaGridDependencySynchronize();
+
+  Acc sum = Acc(0);
+  if (j < cols) {
+    const float* src = a.ws + j;
+    int64_t t = t_begin;
+    for (; t + 4 <= t_end; t += 4) {
+      const float v0 = __ldcg(src + t * stride), v1 = __ldcg(src + (t + 1) * stride);
+      const float v2 = __ldcg(src + (t + 2) * stride), v3 = __ldcg(src + (t + 3) * stride);
+      sum += Acc(v0);
+      sum += Acc(v1);
+      sum += Acc(v2);
+      sum += Acc(v3);
+    }
+    for (; t < t_end; ++t) sum += Acc(__ldcg(src + t * stride));
+  }
+  part[grp][lane] = sum;
+  __syncthreads();
+  if (grp != 0 || j >= cols) return;
+  Acc total = part[0][lane];
+#pragma unroll
+  for (int g = 1; g < kReduceGroups; ++g) total += part[g][lane];
+  const int64_t k = j / a.C, c = j - k * a.C;
+  if (k < kConv1dWidth) {
+    StoreGrad(a.dweight, a.dweight_dtype, c * kConv1dWidth + k, total);
+  } else {
+    StoreGrad(a.dbias, a.dbias_dtype, c, total);
+  }
+}
+
+// Turns the SiLU' policy into a template constant; the default branch names the value.
+template <typename F>
+Status DispatchPolicy(SiluGradPreactivation policy, F&& f) {
+  switch (policy) {
+    case SiluGradPreactivation::kBF16:
+      return f(std::true_type{});
+    case SiluGradPreactivation::kFP32:
+      return f(std::false_type{});
+    default:
+      return InvalidArgument("conv1d: unsupported silu_grad_preactivation value " +
+                             std::to_string(static_cast<int>(policy)));
+  }
+}
+
+Status CheckBackwardArgs(const Conv1dBwdParams& p) {
+  Status s = CheckCommonArgs(p.S, p.C, p.num_docs, p.x, p.weight, p.weight_dtype, p.bias,
+                             p.bias_dtype, p.cu_seqlens, p.seqlens_dtype);
+  if (!s.ok()) return s;
+  if (p.dweight == nullptr || !IsParamDType(p.dweight_dtype)) {
+    return InvalidArgument("conv1d: dweight must be a non-null float32 or bfloat16 [C, 4]");
+  }
+  if ((p.bias != nullptr) != (p.dbias != nullptr)) {
+    return InvalidArgument(p.bias != nullptr ? "conv1d: bias is given, so dbias is required"
+                                             : "conv1d: dbias needs bias");
+  }
+  if (p.dbias != nullptr && !IsParamDType(p.dbias_dtype)) {
+    return InvalidArgument("conv1d: dbias must be float32 or bfloat16");
+  }
+  if (p.S > 0 && (p.dy == nullptr || p.dx == nullptr)) {
+    return InvalidArgument("conv1d: dy and dx must be non-null when S > 0");
+  }
+  const int64_t need = BackwardWorkspaceBytes(p.S, p.C);
+  if (need > 0 && (p.workspace == nullptr || p.workspace_bytes < need ||
+                   !Aligned(p.workspace, alignof(float)))) {
+    return InvalidArgument("conv1d: workspace needs " + std::to_string(need) +
+                           " bytes (4-byte aligned), got " + std::to_string(p.workspace_bytes));
+  }
+  return OkStatus();
+}
+
+Status ZeroParameterGrads(const Conv1dBwdParams& p, cudaStream_t stream) {
+  Status s =
+      CudaStatus(cudaMemsetAsync(
+                     p.dweight, 0,
+                     static_cast<size_t>(p.C * kConv1dWidth * DTypeBytes(p.dweight_dtype)), stream),
+                 "zeroing dweight");
+  if (!s.ok() || p.dbias == nullptr) return s;
+  return CudaStatus(
+      cudaMemsetAsync(p.dbias, 0, static_cast<size_t>(p.C * DTypeBytes(p.dbias_dtype)), stream),
+      "zeroing dbias");
+}
+
+}  // namespace
+}  // namespace conv1d
+
+Status Conv1dBackwardCuda(const Conv1dBwdParams& p, cudaStream_t stream) {
+  using namespace conv1d;  // NOLINT(build/namespaces): the family's internals, in one function
+  Status s = CheckBackwardArgs(p);
+  if (!s.ok()) return s;
+  if (p.S == 0) return ZeroParameterGrads(p, stream);
+  return DispatchVec(ChooseVec(p.C, p.x, p.dy, p.dx), [&](auto vec) -> Status {
+    constexpr int V = decltype(vec)::value;
+    return DispatchPolicy(p.policy, [&](auto round_pre) -> Status {
+      constexpr bool kRoundPre = decltype(round_pre)::value;
+      using Acc = std::conditional_t<kRoundPre, float, double>;
+      const Tiling tl = MakeTiling<BwdTraits>(p.S, p.C, V);
+      const int64_t blocks = tl.num_ctiles * tl.num_ttiles;
+      if (blocks > INT_MAX) return InvalidArgument("conv1d: S * C too large for one launch");
+      Conv1dBwdMainKernel<V, kRoundPre>
+          <<<static_cast<unsigned>(blocks), BwdTraits::kThreads, 0, stream>>>(p, tl);
+      Status launched = CudaStatus(cudaGetLastError(), "backward main kernel launch");
+      if (!launched.ok()) return launched;
+
+      const ReduceArgs ra{static_cast<const float*>(p.workspace),
+                          p.dweight,
+                          p.dweight_dtype,
+                          p.dbias,
+                          p.dbias_dtype,
+                          p.C,
+                          tl.num_ttiles,
+                          p.dbias != nullptr ? kPartialRows : kConv1dWidth};
+      cudaLaunchAttribute attr[1] = {};
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>((ra.rows * p.C + kReduceCols - 1) / kReduceCols));
+      cfg.blockDim = dim3(kReduceThreads);
+      cfg.dynamicSmemBytes = 0;
+      cfg.stream = stream;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      return CudaStatus(cudaLaunchKernelEx(&cfg, Conv1dBwdReduceKernel<Acc>, ra),
+                        "backward reduce kernel launch (PDL)");
+    });
+  });
+}
+
+}  // namespace cakegrad::kernels

@@ -1,0 +1,281 @@
+// Device pieces shared by the conv1d forward and backward kernels: BF16 vector I/O, parameter
+// loads, document-start marks for a tile, the cu_seqlens check, and the host-side launch
+// helpers (vector-width choice, error wrapping).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "cakegrad/kernels/conv1d.h"
+#include "conv1d_traits.h"
+
+namespace cakegrad::kernels::conv1d {
+
+// Raw storage of V consecutive BF16 values: one 16-, 4- or 2-byte access per thread and token.
+template <int V>
+struct BfVec;
+template <>
+struct BfVec<8> {
+  using Raw = uint4;
+};
+template <>
+struct BfVec<2> {
+  using Raw = uint32_t;
+};
+template <>
+struct BfVec<1> {
+  using Raw = uint16_t;
+};
+template <int V>
+using RawT = typename BfVec<V>::Raw;
+
+template <int V>
+__device__ __forceinline__ RawT<V> LoadRaw(const uint16_t* p) {
+  return __ldg(reinterpret_cast<const RawT<V>*>(p));
+}
+
+template <int V>
+__device__ __forceinline__ RawT<V> ZeroRaw() {
+  if constexpr (V == 8) {
+    return make_uint4(0, 0, 0, 0);
+  } else {
+    return RawT<V>(0);
+  }
+}
+
+__device__ __forceinline__ float LoBf16(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float HiBf16(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+template <int V>
+__device__ __forceinline__ void Unpack(const RawT<V>& r, float (&out)[V]) {
+  if constexpr (V == 8) {
+    const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[2 * i] = LoBf16(w[i]);
+      out[2 * i + 1] = HiBf16(w[i]);
+    }
+  } else if constexpr (V == 2) {
+    out[0] = LoBf16(r);
+    out[1] = HiBf16(r);
+  } else {
+    out[0] = __uint_as_float(static_cast<uint32_t>(r) << 16);
+  }
+}
+
+// Two floats to two BF16 (round to nearest even) in one instruction, low element first.
+__device__ __forceinline__ uint32_t PackBf16x2(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  uint32_t u;
+  memcpy(&u, &h, sizeof(u));
+  return u;
+}
+
+template <int V>
+__device__ __forceinline__ RawT<V> Pack(const float (&v)[V]) {
+  if constexpr (V == 8) {
+    return make_uint4(PackBf16x2(v[0], v[1]), PackBf16x2(v[2], v[3]), PackBf16x2(v[4], v[5]),
+                      PackBf16x2(v[6], v[7]));
+  } else if constexpr (V == 2) {
+    return PackBf16x2(v[0], v[1]);
+  } else {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v[0]));
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void StoreRaw(uint16_t* p, const RawT<V>& r) {
+  *reinterpret_cast<RawT<V>*>(p) = r;
+}
+
+// Rounds each value to BF16 and back (the "bf16" SiLU' policy), two per instruction.
+template <int V>
+__device__ __forceinline__ void RoundToBf16(float (&v)[V]) {
+  if constexpr (V == 1) {
+    v[0] = __bfloat162float(__float2bfloat16_rn(v[0]));
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const uint32_t u = PackBf16x2(v[i], v[i + 1]);
+      v[i] = LoBf16(u);
+      v[i + 1] = HiBf16(u);
+    }
+  }
+}
+
+// exp2 and the reciprocal on the SFU with denormals flushed. Without .ftz the compiler wraps
+// ex2 in a range test and two scalings (three more instructions per element, measured in SASS)
+// to produce denormal results that SiLU and its derivative cannot use.
+__device__ __forceinline__ float Ex2Ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float RcpFtz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLog2eLo = 1.925963033500011e-08f;  // log2(e) - kLog2e
+constexpr float kLn2 = 0.693147180559945309417f;
+
+// sigmoid(p) from the SFU: exp's argument rounding (|p| * 2^-24 relative) plus a few ulps.
+// For very negative p the exponential overflows to inf and the reciprocal gives 0.
+__device__ __forceinline__ float SigmoidFast(float p) {
+  return RcpFtz(1.0f + Ex2Ftz(__fmul_rn(p, -kLog2e)));
+}
+
+// sigmoid(p) within a few FP32 ulps for any p: the rounding error of p * log2(e) is carried
+// into the exponential by one correction term (so large |p| loses nothing), the reciprocal is
+// within one ulp. p is clamped where sigmoid is below FP32's normal range anyway.
+__device__ __forceinline__ float SigmoidAccurate(float p) {
+  const float q = fmaxf(p, -87.0f);
+  const float t = __fmul_rn(q, -kLog2e);
+  const float t_err = __fmaf_rn(q, -kLog2eLo, __fmaf_rn(q, -kLog2e, -t));
+  const float e0 = Ex2Ftz(t);
+  const float e = __fmaf_rn(e0, __fmul_rn(t_err, kLn2), e0);
+  return RcpFtz(1.0f + e);
+}
+
+__device__ __forceinline__ float LoadParam(const void* p, DType dtype, int64_t i) {
+  if (dtype == DType::kBF16) {
+    return __uint_as_float(static_cast<uint32_t>(__ldg(static_cast<const uint16_t*>(p) + i)) << 16);
+  }
+  return __ldg(static_cast<const float*>(p) + i);
+}
+
+__device__ __forceinline__ int64_t LoadCu(const void* cu, bool cu64, int64_t i) {
+  return cu64 ? __ldg(static_cast<const long long*>(cu) + i)
+              : static_cast<int64_t>(__ldg(static_cast<const int*>(cu) + i));
+}
+
+// Raises kDeviceStatusBadCuSeqlens unless cu[0] == 0, cu is non-decreasing and cu[N] == S. The
+// grid shares the scan (one comparison per thread for any realistic N).
+__device__ __forceinline__ void CheckCuSeqlens(const void* cu, bool cu64, int64_t num_docs,
+                                               int64_t S, uint32_t* status) {
+  if (status == nullptr) return;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  bool bad = false;
+  for (int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; d < num_docs;
+       d += stride) {
+    bad |= LoadCu(cu, cu64, d + 1) < LoadCu(cu, cu64, d);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    bad |= LoadCu(cu, cu64, 0) != 0 || LoadCu(cu, cu64, num_docs) != S;
+  }
+  if (bad) atomicOr(status, kDeviceStatusBadCuSeqlens);
+}
+
+// Sets bit i of `marks` when a document starts at token a + i, for i in [0, n). A 257-ary search
+// (one probe per thread and round, so one round for N < 257) finds the document holding token a;
+// the threads then walk the following offsets. Malformed offsets cannot push an index out of
+// [0, N] or a bit out of [0, n); they only give wrong marks, which CheckCuSeqlens reports.
+template <int kThreads, int kWords>
+__device__ __forceinline__ void MarkDocStarts(const void* cu, bool cu64, int64_t num_docs,
+                                              int64_t a, int64_t n, uint32_t* marks) {
+  for (int i = threadIdx.x; i < kWords; i += kThreads) marks[i] = 0u;
+  __syncthreads();
+  // Invariant (for valid offsets): the last d with cu[d] <= a lies in [lo, hi).
+  int64_t lo = 0, hi = num_docs + 1;
+  while (hi - lo > 1) {
+    const int64_t step = (hi - lo + kThreads) / (kThreads + 1);
+    const int64_t probe = lo + (static_cast<int64_t>(threadIdx.x) + 1) * step;
+    const int count = __syncthreads_count(probe < hi && LoadCu(cu, cu64, probe) <= a);
+    const int64_t next_hi = lo + (count + 1) * step;
+    hi = next_hi < hi ? next_hi : hi;
+    lo += count * step;
+  }
+  for (int64_t d = lo + threadIdx.x; d <= num_docs; d += kThreads) {
+    const int64_t v = LoadCu(cu, cu64, d);
+    if (v >= a + n) break;
+    if (v >= a) atomicOr(&marks[(v - a) >> 5], 1u << ((v - a) & 31));
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ uint32_t MarkAt(const uint32_t* marks, int i) {
+  return (marks[i >> 5] >> (i & 31)) & 1u;
+}
+
+// Whether any bit of marks[lo, lo + n) is set (n >= 1).
+__device__ __forceinline__ bool AnyMark(const uint32_t* marks, int lo, int n) {
+  const int hi = lo + n - 1;
+  bool any = false;
+  for (int q = lo >> 5; q <= hi >> 5; ++q) {
+    uint32_t bits = marks[q];
+    if (q == lo >> 5) bits &= ~0u << (lo & 31);
+    if (q == hi >> 5) bits &= ~0u >> (31 - (hi & 31));
+    any |= bits != 0u;
+  }
+  return any;
+}
+
+// ---- host side ----
+
+inline bool Aligned(const void* p, int bytes) {
+  return (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes)) == 0;
+}
+
+// The widest BF16 vector every row of every activation tensor allows.
+inline int ChooseVec(int64_t C, const void* a, const void* b, const void* c) {
+  auto all_aligned = [&](int bytes) {
+    return Aligned(a, bytes) && Aligned(b, bytes) && Aligned(c, bytes);
+  };
+  if (C % 8 == 0 && all_aligned(16)) return 8;
+  if (C % 2 == 0 && all_aligned(4)) return 2;
+  return 1;
+}
+
+// Turns the vector width into a template constant; the default branch names the value.
+template <typename F>
+Status DispatchVec(int vec, F&& f) {
+  switch (vec) {
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    default:
+      return Internal("conv1d: unsupported vector width " + std::to_string(vec));
+  }
+}
+
+inline Status CudaStatus(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return OkStatus();
+  return Internal(std::string("conv1d: ") + what + ": " + cudaGetErrorString(err));
+}
+
+inline bool IsParamDType(DType d) { return d == DType::kFP32 || d == DType::kBF16; }
+inline bool IsOffsetDType(DType d) { return d == DType::kINT32 || d == DType::kINT64; }
+
+// Checks shared by forward and backward; the server validated shapes, this guards the launch.
+inline Status CheckCommonArgs(int64_t S, int64_t C, int64_t num_docs, const void* x,
+                              const void* weight, DType weight_dtype, const void* bias,
+                              DType bias_dtype, const void* cu, DType cu_dtype) {
+  if (S < 0 || C < 1 || num_docs < 0) {
+    return InvalidArgument(
+        "conv1d: need S >= 0, C >= 1, num_docs >= 0; got S = " + std::to_string(S) +
+        ", C = " + std::to_string(C) + ", num_docs = " + std::to_string(num_docs));
+  }
+  if (!IsParamDType(weight_dtype) || (bias != nullptr && !IsParamDType(bias_dtype))) {
+    return InvalidArgument("conv1d: weight and bias must be float32 or bfloat16");
+  }
+  if (!IsOffsetDType(cu_dtype)) {
+    return InvalidArgument(std::string("conv1d: cu_seqlens must be int32 or int64, got ") +
+                           DTypeName(cu_dtype));
+  }
+  if (S > 0 && (x == nullptr || weight == nullptr || cu == nullptr)) {
+    return InvalidArgument("conv1d: x, weight and cu_seqlens must be non-null when S > 0");
+  }
+  return OkStatus();
+}
+
+}  // namespace cakegrad::kernels::conv1d

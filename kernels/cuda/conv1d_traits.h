@@ -1,0 +1,75 @@
+// Tiling of the conv1d kernels, shared by the launchers, the device code and the workspace query
+// (which host-only builds compile too, so this header needs no CUDA).
+//
+// A CTA owns a tile of `tile_tokens` consecutive tokens and `vx * V` consecutive channels. Each
+// thread walks one segment of kSegLen tokens of V channels (one 16-byte BF16 vector when V = 8),
+// keeping a 4-token window in registers; the segments of a tile are stacked `segs` deep. The tile
+// shape depends on C only (never on the vector width a call's alignment allows), so the order in
+// which dweight/dbias are summed, and hence their bits, depend on (S, C) alone.
+#pragma once
+
+#include <cstdint>
+
+namespace cakegrad::kernels::conv1d {
+
+// Number of partial rows per token tile in the backward workspace: dweight[:, 0..3], dbias.
+constexpr int kPartialRows = 5;
+// Tokens a segment needs beyond its own: 3 before (x history) and 3 after (dx looks ahead).
+constexpr int kHalo = 3;
+
+template <int kThreads_, int kSegLen_, int kMaxVx_>
+struct TileTraits {
+  static constexpr int kThreads = kThreads_;                 // threads per CTA
+  static constexpr int kSegLen = kSegLen_;                   // tokens per thread
+  static constexpr int kMaxVx = kMaxVx_;                     // channel vectors per CTA row, at most
+  static constexpr int kMaxTileTokens = kThreads * kSegLen;  // when vx == 1
+  // Doc-start bits for the tile plus the halo on both sides.
+  static constexpr int kMarkWords = (kMaxTileTokens + 2 * kHalo + 31) / 32;
+  static_assert((kThreads & (kThreads - 1)) == 0, "kThreads must be a power of two");
+  static_assert((kMaxVx & (kMaxVx - 1)) == 0 && kMaxVx <= kThreads, "bad kMaxVx");
+  static_assert(kMaxVx >= 32, "a warp must cover one row of a segment when C is large");
+  static_assert(kSegLen % 4 == 0 && kSegLen >= 2 * kHalo, "the walk is unrolled by 4");
+};
+
+// Forward: no reduction, so a wide CTA; 128 registers (the cap of two CTAs per SM) for V = 8.
+using FwdTraits = TileTraits<256, 64, 32>;
+// Backward: ~230 registers per thread for V = 8 (windows of x and dpre, weights, five
+// accumulators), so 128-thread CTAs, two per SM; a tile of 256 tokens when C >= 256 keeps the
+// partial rows at 20 bytes per channel per 256 tokens (about 1.3% of the main traffic, written and
+// read once).
+using BwdTraits = TileTraits<128, 64, 32>;
+
+struct Tiling {
+  int32_t vx = 1;           // channel vectors per CTA row (power of two)
+  int32_t vx_log2 = 0;      // log2(vx)
+  int32_t segs = 1;         // segments per CTA (kThreads / vx)
+  int64_t tile_tokens = 0;  // segs * kSegLen
+  int64_t num_ctiles = 0;   // CTAs across channels: ceil(C / (vx * V))
+  int64_t num_ttiles = 0;   // CTAs across tokens: ceil(S / tile_tokens)
+};
+
+template <class Traits>
+constexpr Tiling MakeTiling(int64_t S, int64_t C, int vec) {
+  Tiling t;
+  const int64_t nv8 = (C + 7) / 8;
+  while (t.vx < Traits::kMaxVx && t.vx < nv8) {
+    t.vx *= 2;
+    ++t.vx_log2;
+  }
+  t.segs = Traits::kThreads / t.vx;
+  t.tile_tokens = static_cast<int64_t>(t.segs) * Traits::kSegLen;
+  const int64_t cta_channels = static_cast<int64_t>(t.vx) * vec;
+  t.num_ctiles = (C + cta_channels - 1) / cta_channels;
+  t.num_ttiles = S > 0 ? (S + t.tile_tokens - 1) / t.tile_tokens : 0;
+  return t;
+}
+
+// FP32 partial rows [num_ttiles][kPartialRows][C]; the tile count does not depend on the vector
+// width, so this is the maximum over every route.
+constexpr int64_t BackwardWorkspaceBytes(int64_t S, int64_t C) {
+  if (S <= 0 || C <= 0) return 0;
+  return MakeTiling<BwdTraits>(S, C, 1).num_ttiles * kPartialRows * C *
+         static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace cakegrad::kernels::conv1d
