@@ -199,16 +199,10 @@ absl::StatusOr<uint64_t> Client::RegisterCudaBuffer(const void* device_ptr, uint
   if (cudaError_t e = cudaPointerGetAttributes(&attrs, device_ptr); e != cudaSuccess) {
     return absl::InternalError(absl::StrCat("cudaPointerGetAttributes: ", cudaGetErrorString(e)));
   }
-  cudaDeviceProp prop;
-  if (cudaError_t e = cudaGetDeviceProperties(&prop, attrs.device); e != cudaSuccess) {
-    return absl::InternalError(absl::StrCat("cudaGetDeviceProperties: ", cudaGetErrorString(e)));
+  std::string uuid;
+  if (kernels::Status st = kernels::CudaDeviceUuid(attrs.device, &uuid); !st.ok()) {
+    return absl::InternalError(st.message());
   }
-  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  char uuid[64];
-  std::snprintf(uuid, sizeof(uuid),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                u[14], u[15]);
   v1::RegisterRegionRequest request;
   request.set_session_id(session_id_);
   request.set_label(label);

@@ -37,4 +37,13 @@ Status CudaAllocationRange(const void* ptr, uintptr_t* base, size_t* size) {
   return OkStatus();
 }
 
+Status CudaDeviceUuid(int ordinal, std::string* uuid) {
+  cudaDeviceProp prop;
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, ordinal); e != cudaSuccess) {
+    return Internal(std::string("cudaGetDeviceProperties: ") + cudaGetErrorString(e));
+  }
+  *uuid = FormatGpuUuid(reinterpret_cast<const unsigned char*>(prop.uuid.bytes));
+  return OkStatus();
+}
+
 }  // namespace cakegrad::kernels

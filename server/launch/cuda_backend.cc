@@ -2,7 +2,6 @@
 // stream, workspace and status word per visible GPU, created at start.
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -32,15 +31,6 @@ absl::Status CudaError(cudaError_t err, const std::string& what) {
     if (cakegrad_err_ != cudaSuccess) return CudaError(cakegrad_err_, what); \
   } while (0)
 
-std::string FormatUuid(const cudaUUID_t& uuid) {
-  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
-  char out[64];
-  std::snprintf(out, sizeof(out),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                b[14], b[15]);
-  return out;
-}
 
 class IpcMapping : public Mapping {
  public:
@@ -94,7 +84,7 @@ class CudaBackend : public Backend {
       d.ordinal = i;
       cudaDeviceProp prop;
       CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
-      d.uuid = FormatUuid(prop.uuid);
+      d.uuid = kernels::FormatGpuUuid(reinterpret_cast<const unsigned char*>(prop.uuid.bytes));
       d.name = prop.name;
       d.cc_major = prop.major;
       d.cc_minor = prop.minor;

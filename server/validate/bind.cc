@@ -130,6 +130,8 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
   const pb::Reflection* refl = request.GetReflection();
   absl::flat_hash_map<uint64_t, std::shared_ptr<const Region>> pinned;
   std::vector<std::pair<std::string, Placed>> placed;
+  const TensorSpec* first_tensor = nullptr;
+  const Region* first_region = nullptr;
 
   for (const TensorSpec& spec : op.tensors) {
     const pb::FieldDescriptor* field = desc->FindFieldByName(spec.name);
@@ -206,12 +208,17 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
                      absl::StrCat("lies outside region ", region.id, ": offset ", ref.offset(),
                                   " + ", bound.bytes, " bytes > region size ", region.range.size));
     }
-    if (call.device < 0) {
+    // One call runs on one GPU: the one that holds its first tensor.
+    if (first_tensor == nullptr) {
+      first_tensor = &spec;
+      first_region = &region;
       call.device = region.range.device;
     } else if (region.range.device != call.device) {
       return Invalid(op, spec.name,
-                     absl::StrCat("is on GPU ", region.range.gpu_uuid,
-                                  " but earlier tensors of this call are on device ", call.device));
+                     absl::StrCat("is on GPU ", region.range.gpu_uuid, " but ",
+                                  first_tensor->name, " is on GPU ",
+                                  first_region->range.gpu_uuid,
+                                  ": all tensors of one call must be on the same GPU"));
     }
     bound.data = region.range.base + ref.offset();
     placed.push_back(

@@ -1,6 +1,5 @@
-// The FP64 conv1d reference against central finite differences of the FP64
-// forward math, plus packing, empty documents, S == 0 and malformed cu_seqlens.
-// Inputs are fresh random values.
+// The FP64 conv1d reference against central finite differences of the FP64 forward math, plus
+// packing, empty documents, S == 0 and malformed cu_seqlens. Inputs are fresh random values.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -30,9 +29,8 @@ using testing::RelL2;
 
 constexpr int W = kernels::kConv1dWidth;
 
-// One packed problem: BF16 activations, FP32 parameters (BF16-representable
-// when the test runs the BF16 parameter route, so both routes see the same
-// values).
+// One packed problem: BF16 activations, FP32 parameters (BF16-representable when the test runs the
+// BF16 parameter route, so both routes see the same values).
 struct Problem {
   int64_t S = 0;
   int64_t C = 0;
@@ -44,7 +42,7 @@ struct Problem {
   int64_t docs() const { return static_cast<int64_t>(cu.size()) - 1; }
 };
 
-Problem MakeProblem(const std::vector<int64_t> &lengths, int64_t C, bool bf16_params) {
+Problem MakeProblem(const std::vector<int64_t>& lengths, int64_t C, bool bf16_params) {
   Problem p;
   p.C = C;
   p.cu.push_back(0);
@@ -52,18 +50,17 @@ Problem MakeProblem(const std::vector<int64_t> &lengths, int64_t C, bool bf16_pa
   p.S = p.cu.back();
   p.x = testing::RandomBf16(static_cast<size_t>(p.S * C));
   p.dy = testing::RandomBf16(static_cast<size_t>(p.S * C));
-  // Weights around 0.5 keep pre near the SiLU's curved region, where the
-  // derivative matters.
+  // Weights around 0.5 keep pre near the SiLU's curved region, where the derivative matters.
   p.w = testing::RandomFloat(static_cast<size_t>(C * W), 0.0, 0.5);
   p.b = testing::RandomFloat(static_cast<size_t>(C), 0.0, 0.5);
   if (bf16_params) {
-    for (auto &v : p.w) v = Bf16ToFloat(FloatToBf16(v));
-    for (auto &v : p.b) v = Bf16ToFloat(FloatToBf16(v));
+    for (auto& v : p.w) v = Bf16ToFloat(FloatToBf16(v));
+    for (auto& v : p.b) v = Bf16ToFloat(FloatToBf16(v));
   }
   return p;
 }
 
-std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
+std::vector<uint16_t> ToBf16(const std::vector<float>& v) {
   std::vector<uint16_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = FloatToBf16(v[i]);
   return out;
@@ -75,10 +72,9 @@ double SiluGrad(double v) {
   return s * (1.0 + v * (1.0 - s));
 }
 
-// The FP64 preactivation of the packed problem on double inputs (x may be
-// perturbed off BF16).
-std::vector<double> Pre(const Problem &p, const std::vector<double> &x,
-                        const std::vector<double> &w, const std::vector<double> &b) {
+// The FP64 preactivation of the packed problem on double inputs (x may be perturbed off BF16).
+std::vector<double> Pre(const Problem& p, const std::vector<double>& x,
+                        const std::vector<double>& w, const std::vector<double>& b) {
   std::vector<double> pre(static_cast<size_t>(p.S * p.C));
   for (int64_t d = 0; d < p.docs(); ++d) {
     for (int64_t t = p.cu[d]; t < p.cu[d + 1]; ++t) {
@@ -95,10 +91,9 @@ std::vector<double> Pre(const Problem &p, const std::vector<double> &x,
   return pre;
 }
 
-// loss = sum dy * silu(pre): its gradient is what conv1d_backward returns under
-// "fp32".
-double Loss(const Problem &p, const std::vector<double> &x, const std::vector<double> &w,
-            const std::vector<double> &b) {
+// loss = sum dy * silu(pre): its gradient is what conv1d_backward returns under "fp32".
+double Loss(const Problem& p, const std::vector<double>& x, const std::vector<double>& w,
+            const std::vector<double>& b) {
   const std::vector<double> pre = Pre(p, x, w, b);
   double loss = 0.0;
   for (size_t i = 0; i < pre.size(); ++i) loss += Bf16ToFloat(p.dy[i]) * Silu(pre[i]);
@@ -110,9 +105,8 @@ struct Grads {
   std::vector<double> dw, db;
 };
 
-// Runs the reference backward; parameter dtypes per the flags, outputs widened
-// to double.
-Grads RunBackward(const Problem &p, SiluGradPreactivation policy, bool bf16_params, bool bf16_grads,
+// Runs the reference backward; parameter dtypes per the flags, outputs widened to double.
+Grads RunBackward(const Problem& p, SiluGradPreactivation policy, bool bf16_params, bool bf16_grads,
                   bool int64_offsets) {
   const std::vector<uint16_t> w16 = ToBf16(p.w), b16 = ToBf16(p.b);
   std::vector<int32_t> cu32(p.cu.begin(), p.cu.end());
@@ -124,20 +118,20 @@ Grads RunBackward(const Problem &p, SiluGradPreactivation policy, bool bf16_para
 
   Conv1dBwdParams prm;
   prm.x = p.x.data();
-  prm.weight = bf16_params ? static_cast<const void *>(w16.data()) : p.w.data();
+  prm.weight = bf16_params ? static_cast<const void*>(w16.data()) : p.w.data();
   prm.weight_dtype = bf16_params ? DType::kBF16 : DType::kFP32;
   prm.bias = !p.has_bias   ? nullptr
-             : bf16_params ? static_cast<const void *>(b16.data())
+             : bf16_params ? static_cast<const void*>(b16.data())
                            : p.b.data();
   prm.bias_dtype = prm.weight_dtype;
-  prm.cu_seqlens = int64_offsets ? static_cast<const void *>(p.cu.data()) : cu32.data();
+  prm.cu_seqlens = int64_offsets ? static_cast<const void*>(p.cu.data()) : cu32.data();
   prm.seqlens_dtype = int64_offsets ? DType::kINT64 : DType::kINT32;
   prm.dy = p.dy.data();
   prm.policy = policy;
   prm.dx = g.dx.data();
-  prm.dweight = bf16_grads ? static_cast<void *>(dw16.data()) : dw32.data();
+  prm.dweight = bf16_grads ? static_cast<void*>(dw16.data()) : dw32.data();
   prm.dweight_dtype = bf16_grads ? DType::kBF16 : DType::kFP32;
-  prm.dbias = !p.has_bias ? nullptr : bf16_grads ? static_cast<void *>(db16.data()) : db32.data();
+  prm.dbias = !p.has_bias ? nullptr : bf16_grads ? static_cast<void*>(db16.data()) : db32.data();
   prm.dbias_dtype = prm.dweight_dtype;
   prm.S = p.S;
   prm.C = p.C;
@@ -154,7 +148,7 @@ Grads RunBackward(const Problem &p, SiluGradPreactivation policy, bool bf16_para
   return g;
 }
 
-std::vector<uint16_t> RunForward(const Problem &p) {
+std::vector<uint16_t> RunForward(const Problem& p) {
   std::vector<uint16_t> y(p.x.size(), testing::kPoisonBf16);
   Conv1dFwdParams prm;
   prm.x = p.x.data();
@@ -180,12 +174,10 @@ struct Route {
 
 class Conv1dReferenceFd : public ::testing::TestWithParam<Route> {};
 
-// Every gradient of the "fp32" policy against central differences of the FP64
-// loss.
+// Every gradient of the "fp32" policy against central differences of the FP64 loss.
 TEST_P(Conv1dReferenceFd, MatchesFiniteDifferences) {
   const Route r = GetParam();
-  // An empty document, a 1-token one, one shorter than the kernel width and
-  // longer ones.
+  // An empty document, a 1-token one, one shorter than the kernel width and longer ones.
   Problem p = MakeProblem({7, 0, 1, 2, 13, 5}, 3, r.bf16_params);
   p.has_bias = r.has_bias;
   const Grads g =
@@ -193,7 +185,7 @@ TEST_P(Conv1dReferenceFd, MatchesFiniteDifferences) {
   std::vector<double> x = testing::Bf16ToDouble(p.x);
   std::vector<double> w = testing::ToDouble(p.w), b = testing::ToDouble(p.b);
 
-  auto central = [&](double *v) {
+  auto central = [&](double* v) {
     const double h = 1e-5 * std::max(1.0, std::fabs(*v));
     const double keep = *v;
     *v = keep + h;
@@ -231,8 +223,8 @@ INSTANTIATE_TEST_SUITE_P(Routes, Conv1dReferenceFd,
                                            Route{true, true, false, true},
                                            Route{false, true, true, false}));
 
-// "bf16" evaluates SiLU' at bf16(pre): checked against a direct per-element
-// evaluation, and it must differ from "fp32" (so the policy is not ignored).
+// "bf16" evaluates SiLU' at bf16(pre): checked against a direct per-element evaluation, and it must
+// differ from "fp32" (so the policy is not ignored).
 TEST(Conv1dReference, Bf16PolicyRoundsThePreactivation) {
   Problem p = MakeProblem({40, 3, 0, 21}, 5, false);
   const Grads g = RunBackward(p, SiluGradPreactivation::kBF16, false, false, false);
@@ -281,8 +273,7 @@ TEST(Conv1dReference, ForwardIsSiluOfPreactivation) {
   EXPECT_LE(RelL2(testing::Bf16ToDouble(y), exact), 3e-3);
 }
 
-// A hand-computed case: one channel, one document, weight [1, 2, 3, 4], no
-// bias.
+// A hand-computed case: one channel, one document, weight [1, 2, 3, 4], no bias.
 TEST(Conv1dReference, ForwardHandComputed) {
   Problem p;
   p.S = 5;
@@ -301,8 +292,7 @@ TEST(Conv1dReference, ForwardHandComputed) {
   }
 }
 
-// Each document computed alone gives the same dx/y bits, and the parameter
-// gradients add up.
+// Each document computed alone gives the same dx/y bits, and the parameter gradients add up.
 TEST(Conv1dReference, DocumentsDoNotLeak) {
   const std::vector<int64_t> lengths = {11, 1, 0, 4, 2, 17};
   Problem packed = MakeProblem(lengths, 4, false);
@@ -329,10 +319,9 @@ TEST(Conv1dReference, DocumentsDoNotLeak) {
   EXPECT_LE(RelL2(g.db, db_sum), 1e-6);
 }
 
-// S == 0 (no documents, or only empty ones): zero gradients, nothing else
-// touched.
+// S == 0 (no documents, or only empty ones): zero gradients, nothing else touched.
 TEST(Conv1dReference, EmptyInputZeroesParameterGradients) {
-  for (const std::vector<int64_t> &lengths :
+  for (const std::vector<int64_t>& lengths :
        {std::vector<int64_t>{}, std::vector<int64_t>{0, 0, 0}}) {
     Problem p = MakeProblem(lengths, 7, false);
     ASSERT_EQ(p.S, 0);
@@ -350,7 +339,7 @@ TEST(Conv1dReference, RejectsMalformedCuSeqlens) {
   Problem p = MakeProblem({6, 5}, 3, false);
   const std::vector<std::vector<int64_t>> bad = {
       {1, 6, 11}, {0, 7, 6, 11}, {0, 6, 10}, {0, 6, 12}, {0, -1, 11}};
-  for (const auto &cu : bad) {
+  for (const auto& cu : bad) {
     std::vector<uint16_t> dx(p.x.size(), testing::kPoisonBf16), y = dx;
     std::vector<float> dw(p.w.size(), 123.0f), db(p.b.size(), 123.0f);
     Conv1dBwdParams b;
@@ -420,8 +409,7 @@ TEST(Conv1dReference, RejectsBadArguments) {
   EXPECT_EQ(Conv1dBackwardReference(zero_c).code(), StatusCode::kInvalidArgument);
 }
 
-// The host backend serves real sizes: S * C = 1e7 must stay well inside a few
-// seconds.
+// The host backend serves real sizes: S * C = 1e7 must stay well inside a few seconds.
 TEST(Conv1dReference, BackwardOfTenMillionElementsIsFast) {
   Problem p = MakeProblem({800, 1641}, 4096, false);
   ASSERT_EQ(p.S * p.C, 2441 * 4096);

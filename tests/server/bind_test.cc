@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cakegrad/kernels/conv1d.h"
+#include "cakegrad/kernels/cuda_memory.h"
 #include "cakegrad/v1/service.pb.h"
 #include "ops/op_registry.h"
 
@@ -30,13 +31,16 @@ class BindTest : public ::testing::Test {
     foreign_ = AddRegion("someone-else", 1 << 20);
   }
 
-  uint64_t AddRegion(const std::string& session, size_t bytes) {
+  uint64_t AddRegion(const std::string& session, size_t bytes, int device = -1,
+                     RegionKind kind = RegionKind::kHost) {
     auto mapping = std::make_shared<VectorMapping>(bytes);
     MappedRange range;
     range.base = mapping->bytes.data();
     range.size = bytes;
     range.mapping = mapping;
-    return *registry_.Add(session, "test", RegionKind::kHost, range);
+    range.device = device;
+    if (device >= 0) range.gpu_uuid = "GPU-" + std::to_string(device);
+    return *registry_.Add(session, "test", kind, range);
   }
 
   // Tensors placed one after another in region_.
@@ -310,6 +314,39 @@ TEST_F(BindTest, KdaRules) {
   *head_dim.mutable_k() = Ref(v1::BF16, {2, 5, 3, 64});
   EXPECT_THAT(std::string(BindStatus("kda_forward", head_dim).message()),
               HasSubstr("k must have shape [B, T, H, 128]"));
+}
+
+TEST_F(BindTest, CallRunsOnTheGpuOfItsTensorsAndNeverSpansTwo) {
+  const uint64_t gpu0 = AddRegion("me", 1 << 20, 0, RegionKind::kCuda);
+  const uint64_t gpu1 = AddRegion("me", 1 << 20, 1, RegionKind::kCuda);
+  BindOptions cuda;
+  cuda.memory = RegionKind::kCuda;
+  auto r = ValidConv1dBackward();
+  for (auto* ref : {r.mutable_x(), r.mutable_weight(), r.mutable_cu_seqlens(), r.mutable_dy(),
+                    r.mutable_dx(), r.mutable_dweight()}) {
+    ref->set_region_id(gpu1);
+  }
+  auto call = Bind(*FindOp("conv1d_backward"), r, "me", registry_, cuda);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->device, 1) << "routed to the GPU that holds the tensors";
+
+  r.mutable_dy()->set_region_id(gpu0);
+  absl::Status s = Bind(*FindOp("conv1d_backward"), r, "me", registry_, cuda).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("dy is on GPU GPU-0 but x is on GPU GPU-1"));
+
+  // Host memory on a cuda backend (and the reverse) is refused by kind.
+  EXPECT_EQ(BindStatus("conv1d_backward", ValidConv1dBackward()).code(), absl::StatusCode::kOk);
+  EXPECT_EQ(Bind(*FindOp("conv1d_backward"), ValidConv1dBackward(), "me", registry_, cuda)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(GpuUuid, FormattedAsNvidiaSmiPrintsIt) {
+  const unsigned char bytes[16] = {0x2f, 0x9a, 0x01, 0xc4, 0x5e, 0x6d, 0x07, 0x18,
+                                   0x9a, 0xbc, 0x00, 0x11, 0x22, 0x33, 0x44, 0xff};
+  EXPECT_EQ(kernels::FormatGpuUuid(bytes), "GPU-2f9a01c4-5e6d-0718-9abc-0011223344ff");
 }
 
 TEST(RangeInside, OverflowSafe) {
