@@ -3,9 +3,10 @@
 # packed here by tools/gpu/package_for_gpu.sh (carry: .carry and client/python/cakegrad/v1):
 #   1. the daemon's cuda backend through CUDA IPC (cakegrad_gpu_daemon_tests)
 #   2. each family's GPU tests against the FP64 reference
-#   3. compute-sanitizer memcheck + racecheck on each family's *Sanitize* tests
 #   4. each family's benchmark, then the PyTorch references of the same math
 #   5. the Python two-trainer test (tools/gpu/run_python_gpu.sh)
+#   3. compute-sanitizer memcheck + racecheck on each family's *Sanitize* tests (last: the
+#      slowest and, for unchanged kernels, a repeat)
 # Logs go to $OUT/logs/ and come back as $OUT/logs.tgz; a summary prints at the end.
 # STEPS (python test) and SKIP (space-separated stage numbers to skip) tune it.
 set -uo pipefail
@@ -33,19 +34,9 @@ if ! skip 1; then
 fi
 if ! skip 2; then
   for f in conv1d mhc kda; do
-    timeout 300 "$bin/cakegrad_gpu_${f}_tests" > "$LOG/gpu_${f}_tests.log" 2>&1
+    timeout 200 "$bin/cakegrad_gpu_${f}_tests" > "$LOG/gpu_${f}_tests.log" 2>&1
     note "$f GPU tests: rc=$? $(gtest_line "$LOG/gpu_${f}_tests.log")"
     grep -E "FAILED|Failure" "$LOG/gpu_${f}_tests.log" | head -5 | tee -a "$summary"
-  done
-fi
-if ! skip 3; then
-  for f in conv1d mhc kda; do
-    for tool in memcheck racecheck; do
-      timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
-        "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
-        > "$LOG/sanitize_${f}_${tool}.log" 2>&1
-      note "$f $tool: rc=$? $(tail -1 "$LOG/sanitize_${f}_${tool}.log")"
-    done
   done
 fi
 if ! skip 4; then
@@ -63,6 +54,16 @@ if ! skip 5; then
   OUT="$LOG" STEPS=${STEPS:-20} timeout 240 bash tools/gpu/run_python_gpu.sh \
     > "$LOG/python_gpu.log" 2>&1
   note "python two trainers: rc=$? $(tail -1 "$LOG/python_gpu.log")"
+fi
+if ! skip 3; then
+  for f in conv1d mhc kda; do
+    for tool in memcheck racecheck; do
+      timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 \
+        "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
+        > "$LOG/sanitize_${f}_${tool}.log" 2>&1
+      note "$f $tool: rc=$? $(tail -1 "$LOG/sanitize_${f}_${tool}.log")"
+    done
+  done
 fi
 tar czf "$OUT/logs.tgz" -C "$LOG" .
 cat "$summary"
