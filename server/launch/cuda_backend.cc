@@ -31,7 +31,6 @@ absl::Status CudaError(cudaError_t err, const std::string& what) {
     if (cakegrad_err_ != cudaSuccess) return CudaError(cakegrad_err_, what); \
   } while (0)
 
-
 class IpcMapping : public Mapping {
  public:
   IpcMapping(int device, void* ptr) : device_(device), ptr_(ptr) {}
@@ -132,6 +131,9 @@ class CudaBackend : public Backend {
                                               "\" in this daemon; it serves ",
                                               absl::StrJoin(known, ", ")));
     }
+    // gRPC handler threads have no current context until one is set, and the driver call
+    // below needs one even when the handle's mapping comes from the cache.
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(dev->ordinal), "cudaSetDevice");
     ASSIGN_OR_RETURN(std::shared_ptr<IpcMapping> mapping, OpenHandle(*dev, region.ipc_handle()));
     // The handle's size is not trusted: the driver says how large the allocation really is.
     uintptr_t alloc_base = 0;
