@@ -171,24 +171,8 @@ TEST_F(DaemonTest, CapabilitiesListEveryOperator) {
                          "mhc_backward_finish", "kda_forward", "kda_backward"));
 }
 
-// The conv1d backward of a small valid call, for the error cases to mutate.
-struct SmallCall {
-  explicit SmallCall(Client& client, int64_t S = 64, int64_t C = 8)
-      : arena(client, (1 << 16) + 8 * S * C) {
-    std::vector<int32_t> cuts = {0, static_cast<int32_t>(S / 2), static_cast<int32_t>(S)};
-    args.x = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
-    args.weight = arena.Put(DType::kFP32, {C, 4}, RandomFloat(C * 4));
-    args.cu_seqlens = arena.Put(DType::kINT32, {3}, cuts);
-    args.dy = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
-    args.dx = arena.Alloc(DType::kBF16, {S, C});
-    args.dweight = arena.Alloc(DType::kFP32, {C, 4});
-  }
-  ShmArena arena;
-  Conv1dBackwardArgs args;
-};
-
 TEST_F(DaemonTest, BadInputsGetPreciseErrorsAndTheDaemonStaysHealthy) {
-  SmallCall call(*client_);
+  Conv1dCall call(*client_);
   ASSERT_TRUE(client_->Conv1dBackward(call.args).ok());
   struct Case {
     const char* what;
@@ -232,7 +216,7 @@ TEST_F(DaemonTest, BadInputsGetPreciseErrorsAndTheDaemonStaysHealthy) {
 }
 
 TEST_F(DaemonTest, MalformedCuSeqlensIsInvalidArgument) {
-  SmallCall call(*client_);
+  Conv1dCall call(*client_);
   for (std::vector<int32_t> cuts : {std::vector<int32_t>{0, 40, 20},     // decreasing, last != S
                                     std::vector<int32_t>{0, 100, 64},    // out of range
                                     std::vector<int32_t>{0, 32, 63},     // last != S
@@ -246,10 +230,10 @@ TEST_F(DaemonTest, MalformedCuSeqlensIsInvalidArgument) {
 }
 
 TEST_F(DaemonTest, AnotherSessionsRegionIsPermissionDenied) {
-  SmallCall mine(*client_);
+  Conv1dCall mine(*client_);
   auto other = Client::Connect(daemon_.address(), "intruder");
   ASSERT_TRUE(other.ok());
-  SmallCall theirs(**other);
+  Conv1dCall theirs(**other);
   Conv1dBackwardArgs args = mine.args;
   args.dx.region_id = theirs.arena.region();
   auto run = client_->Conv1dBackward(args);
@@ -291,7 +275,7 @@ TEST_F(DaemonTest, UnknownSessionIsNotFound) {
 }
 
 TEST_F(DaemonTest, EventCompletionIsNotImplementedYet) {
-  SmallCall call(*client_);
+  Conv1dCall call(*client_);
   v1::RunRequest request;
   auto* m = request.mutable_conv1d_backward();
   *m->mutable_x() = ToProto(call.args.x);
@@ -304,52 +288,43 @@ TEST_F(DaemonTest, EventCompletionIsNotImplementedYet) {
 }
 
 TEST_F(DaemonTest, UnregisterWhileInUseDefersTheUnmap) {
-  // Large enough that the host reference takes a while.
-  const int64_t S = 1 << 17, C = 64;
-  ShmArena arena(*client_, 64ull << 20);
-  const auto xs = RandomBf16(S * C), dys = RandomBf16(S * C);
-  const auto w = RandomFloat(C * 4);
-  std::vector<int32_t> cuts = {0, static_cast<int32_t>(S)};
-  Conv1dBackwardArgs args;
-  args.x = arena.Put(DType::kBF16, {S, C}, xs);
-  args.weight = arena.Put(DType::kFP32, {C, 4}, w);
-  args.cu_seqlens = arena.Put(DType::kINT32, {2}, cuts);
-  args.dy = arena.Put(DType::kBF16, {S, C}, dys);
-  args.dx = arena.Alloc(DType::kBF16, {S, C});
-  args.dweight = arena.Alloc(DType::kFP32, {C, 4});
-  auto in_flight = std::async(std::launch::async, [&] { return client_->Conv1dBackward(args); });
+  Conv1dCall call(*client_, 1 << 17, 64);  // large enough that the host reference takes a while
+  auto in_flight =
+      std::async(std::launch::async, [&] { return client_->Conv1dBackward(call.args); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(client_->UnregisterRegion(arena.region()).ok());
+  EXPECT_TRUE(client_->UnregisterRegion(call.arena.region()).ok());
   auto result = in_flight.get();
   ASSERT_TRUE(result.ok()) << result.status();
-  // The request that pinned the region completed with correct results.
-  std::vector<uint16_t> ref_dx(S * C);
-  std::vector<float> ref_dw(C * 4);
+  // The request that pinned the region completed with correct results (the client's own
+  // mapping of the arena outlives the daemon's).
+  std::vector<uint16_t> ref_dx(call.S * call.C);
+  std::vector<float> ref_dw(call.C * 4);
   k::Conv1dBwdParams b;
-  b.x = xs.data();
-  b.weight = w.data();
-  b.cu_seqlens = cuts.data();
-  b.dy = dys.data();
+  b.x = call.arena.data<uint16_t>(call.args.x);
+  b.weight = call.arena.data<float>(call.args.weight);
+  b.cu_seqlens = call.arena.data<int32_t>(call.args.cu_seqlens);
+  b.dy = call.arena.data<uint16_t>(call.args.dy);
   b.dx = ref_dx.data();
   b.dweight = ref_dw.data();
-  b.S = S;
-  b.C = C;
-  b.num_docs = 1;
+  b.S = call.S;
+  b.C = call.C;
+  b.num_docs = 2;
   ASSERT_TRUE(k::Conv1dBackwardReference(b).ok());
-  EXPECT_EQ(arena.Get<uint16_t>(args.dx), ref_dx);
+  EXPECT_EQ(call.arena.Get<uint16_t>(call.args.dx), ref_dx);
+  EXPECT_EQ(call.arena.Get<float>(call.args.dweight), ref_dw);
   // ... and the region is gone for later ones.
-  EXPECT_EQ(client_->Conv1dBackward(args).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->Conv1dBackward(call.args).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(Regions(), 0u);
 }
 
 TEST_F(DaemonTest, TruncatedSharedMemoryIsAnErrorNotACrash) {
-  SmallCall call(*client_, 4096, 64);
+  Conv1dCall call(*client_, 4096, 64);
   ASSERT_EQ(ftruncate(shm_open(call.arena.buffer().name().c_str(), O_RDWR, 0), 0), 0);
   auto run = client_->Conv1dBackward(call.args);
   EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition) << run.status();
   EXPECT_THAT(std::string(run.status().message()), HasSubstr("truncated"));
   ExpectHealthy();
-  SmallCall fresh(*client_);
+  Conv1dCall fresh(*client_);
   EXPECT_TRUE(client_->Conv1dBackward(fresh.args).ok());
 }
 
@@ -395,29 +370,21 @@ TEST_F(DaemonTest, SocketModeAndCleanShutdown) {
   ASSERT_EQ(stat(daemon_.socket_path().c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0660u);
-  SmallCall call(*client_);
+  Conv1dCall call(*client_);
   client_.reset();
   EXPECT_EQ(daemon_.Stop(), 0);
   EXPECT_NE(stat(daemon_.socket_path().c_str(), &st), 0) << "socket file removed on exit";
 }
 
 TEST_F(DaemonTest, ShutdownFinishesInFlightWork) {
-  const int64_t S = 1 << 17, C = 64;
-  ShmArena arena(*client_, 64ull << 20);
-  Conv1dBackwardArgs args;
-  std::vector<int32_t> cuts = {0, static_cast<int32_t>(S)};
-  args.x = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
-  args.weight = arena.Put(DType::kFP32, {C, 4}, RandomFloat(C * 4));
-  args.cu_seqlens = arena.Put(DType::kINT32, {2}, cuts);
-  args.dy = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
-  args.dx = arena.Alloc(DType::kBF16, {S, C});
-  args.dweight = arena.Alloc(DType::kFP32, {C, 4});
-  auto in_flight = std::async(std::launch::async, [&] { return client_->Conv1dBackward(args); });
+  Conv1dCall call(*client_, 1 << 17, 64);
+  auto in_flight =
+      std::async(std::launch::async, [&] { return client_->Conv1dBackward(call.args); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   kill(daemon_.pid(), SIGTERM);
   auto result = in_flight.get();
   EXPECT_TRUE(result.ok()) << result.status();
-  for (uint16_t v : arena.Get<uint16_t>(args.dx)) {
+  for (uint16_t v : call.arena.Get<uint16_t>(call.args.dx)) {
     ASSERT_NE(v, 0xFFFF) << "dx fully written before the daemon exited";
   }
   EXPECT_EQ(daemon_.Stop(), 0);

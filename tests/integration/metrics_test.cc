@@ -43,16 +43,8 @@ TEST(Metrics, CountsRequestsByOperatorAndCode) {
   ASSERT_TRUE(daemon.Start({"--metrics_port=" + std::to_string(port)}).ok());
   auto client = Client::Connect(daemon.address(), "metrics-test");
   ASSERT_TRUE(client.ok());
-  ShmArena arena(**client, 1 << 20);
-  const int64_t S = 128, C = 16;
-  std::vector<int32_t> cuts = {0, static_cast<int32_t>(S)};
-  Conv1dBackwardArgs args;
-  args.x = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
-  args.weight = arena.Put(DType::kFP32, {C, 4}, RandomFloat(C * 4));
-  args.cu_seqlens = arena.Put(DType::kINT32, {2}, cuts);
-  args.dy = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
-  args.dx = arena.Alloc(DType::kBF16, {S, C});
-  args.dweight = arena.Alloc(DType::kFP32, {C, 4});
+  Conv1dCall call(**client, 128, 16);
+  Conv1dBackwardArgs& args = call.args;
   ASSERT_TRUE((*client)->Conv1dBackward(args).ok());
   ASSERT_TRUE((*client)->Conv1dBackward(args).ok());
   args.dy.dtype = DType::kFP32;

@@ -6,6 +6,7 @@
 
 #include "cakegrad/client/client.h"
 #include "cakegrad/client/shared_memory.h"
+#include "common/test_util.h"
 #include "gtest/gtest.h"
 
 namespace cakegrad::testing {
@@ -59,6 +60,24 @@ class ShmArena {
   std::unique_ptr<SharedMemoryBuffer> buffer_;
   uint64_t region_ = 0;
   uint64_t next_ = 0;
+};
+
+// A valid conv1d backward (two documents, fresh random inputs) in its own registered arena, for
+// tests to run as is or to break one argument at a time.
+struct Conv1dCall {
+  explicit Conv1dCall(Client& client, int64_t S = 64, int64_t C = 8)
+      : arena(client, (1 << 16) + 8 * S * C), S(S), C(C) {
+    const std::vector<int32_t> cuts = {0, static_cast<int32_t>(S / 2), static_cast<int32_t>(S)};
+    args.x = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
+    args.weight = arena.Put(DType::kFP32, {C, 4}, RandomFloat(C * 4));
+    args.cu_seqlens = arena.Put(DType::kINT32, {3}, cuts);
+    args.dy = arena.Put(DType::kBF16, {S, C}, RandomBf16(S * C));
+    args.dx = arena.Alloc(DType::kBF16, {S, C});
+    args.dweight = arena.Alloc(DType::kFP32, {C, 4});
+  }
+  ShmArena arena;
+  int64_t S, C;
+  Conv1dBackwardArgs args;
 };
 
 }  // namespace cakegrad::testing
