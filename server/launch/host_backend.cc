@@ -19,10 +19,27 @@ namespace {
 
 class ShmMapping : public Mapping {
  public:
-  ShmMapping(void* addr, size_t len) : addr_(addr), len_(len) {}
-  ~ShmMapping() override { munmap(addr_, len_); }
+  ShmMapping(int fd, void* addr, size_t len) : fd_(fd), addr_(addr), len_(len) {}
+  ~ShmMapping() override {
+    munmap(addr_, len_);
+    close(fd_);
+  }
+
+  // A client that shrinks the object after registering it would make the daemon fault on the
+  // vanished pages: refuse the request instead. (A shrink racing with a running request is
+  // caught by the SIGBUS guard on the launcher thread; see launch/fault_guard.h.)
+  absl::Status Check() const override {
+    struct stat st;
+    if (fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < len_) {
+      return absl::FailedPreconditionError(
+          "a host region's shared-memory object was truncated after registration; "
+          "re-register it");
+    }
+    return absl::OkStatus();
+  }
 
  private:
+  int fd_;  // kept open so Check can see the object's current size
   void* addr_;
   size_t len_;
 };
@@ -78,15 +95,15 @@ class HostBackend : public Backend {
     void* addr =
         mmap(nullptr, region.byte_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, /*offset=*/0);
     const int err = errno;
-    close(fd);
     if (addr == MAP_FAILED) {
+      close(fd);
       spdlog::error("mmap of {} ({} bytes) failed: {}", region.shm_name(), region.byte_size(),
                     std::strerror(err));
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot map ", region.shm_name(), ": ", std::strerror(err)));
     }
     MappedRange range;
-    range.mapping = std::make_shared<ShmMapping>(addr, region.byte_size());
+    range.mapping = std::make_shared<ShmMapping>(fd, addr, region.byte_size());
     range.base = static_cast<std::byte*>(addr);
     range.size = region.byte_size();
     return range;
@@ -101,6 +118,9 @@ class HostBackend : public Backend {
   void Describe(v1::Capabilities* caps) const override { caps->set_backend("host"); }
 
   absl::Status Execute(const BoundCall& call) override {
+    for (const auto& region : call.pins) {
+      if (absl::Status s = region->range.mapping->Check(); !s.ok()) return s;
+    }
     LaunchContext ctx;  // host: no stream, no workspace, cu_seqlens checked by the reference
     return RunGuarded([&] { return FromKernelStatus(call.op->launch(call, ctx)); });
   }

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace cakegrad::server {
 
 enum class RegionKind { kHost, kCuda };
@@ -17,6 +19,8 @@ enum class RegionKind { kHost, kCuda };
 class Mapping {
  public:
   virtual ~Mapping() = default;
+  // Whether the memory is still fully backed; checked before each request that uses it.
+  virtual absl::Status Check() const { return absl::OkStatus(); }
 };
 
 // Where a mapped region lies, as a backend's mapper returns it.
