@@ -22,6 +22,9 @@ ABSL_FLAG(uint64_t, max_regions_per_session, 4096, "regions one session may hold
 ABSL_FLAG(uint64_t, max_region_bytes, 1ull << 40, "largest region that may be registered");
 ABSL_FLAG(uint64_t, max_queue_depth, 1024, "requests queued per device before RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, workspace_bytes, 256ll << 20, "per-device workspace preallocated at start");
+ABSL_FLAG(std::string, workspace_for, "",
+          "largest shapes to serve, e.g. \"conv1d_backward:S=1048576,C=12288;mhc_backward_finish:"
+          "T=65536,C=4096\": the per-device workspace grows to fit them");
 ABSL_FLAG(int, metrics_port, 0, "Prometheus /metrics HTTP port; 0 disables it");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1", "address the metrics endpoint binds");
 
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
   options.max_region_bytes = absl::GetFlag(FLAGS_max_region_bytes);
   options.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
   options.workspace_bytes = absl::GetFlag(FLAGS_workspace_bytes);
+  options.workspace_for = absl::GetFlag(FLAGS_workspace_for);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
 

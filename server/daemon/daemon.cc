@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
+#include "launch/workspace_plan.h"
 #include "spdlog/spdlog.h"
 
 namespace cakegrad::server {
@@ -82,12 +84,14 @@ absl::Status Daemon::Listen(const DaemonOptions& options) {
 }
 
 absl::Status Daemon::Assemble(const DaemonOptions& options) {
+  // A bad plan is a configuration error on any backend: refuse to start.
+  ASSIGN_OR_RETURN(const int64_t planned_workspace, WorkspaceBytesForPlan(options.workspace_for));
   const std::string& choice = options.backend;
   if (choice == "host" || (choice == "auto" && !CudaDevicePresent())) {
     backend_ = MakeHostBackend();
   } else if (choice == "cuda" || choice == "auto") {
     CudaBackendOptions cuda;
-    cuda.workspace_bytes = options.workspace_bytes;
+    cuda.workspace_bytes = std::max(options.workspace_bytes, planned_workspace);
     ASSIGN_OR_RETURN(backend_, MakeCudaBackend(cuda));
   } else {
     return absl::InvalidArgumentError(
