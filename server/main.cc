@@ -25,6 +25,9 @@ ABSL_FLAG(int64_t, workspace_bytes, 256ll << 20, "per-device workspace prealloca
 ABSL_FLAG(std::string, workspace_for, "",
           "largest shapes to serve, e.g. \"conv1d_backward:S=1048576,C=12288;mhc_backward_finish:"
           "T=65536,C=4096\": the per-device workspace grows to fit them");
+ABSL_FLAG(uint64_t, cuda_graphs, 0,
+          "captured CUDA graphs kept per GPU (LRU); 0 launches every call eagerly. Replays are "
+          "bitwise equal to eager launches");
 ABSL_FLAG(int, metrics_port, 0, "Prometheus /metrics HTTP port; 0 disables it");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1", "address the metrics endpoint binds");
 
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
   options.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
   options.workspace_bytes = absl::GetFlag(FLAGS_workspace_bytes);
   options.workspace_for = absl::GetFlag(FLAGS_workspace_for);
+  options.cuda_graphs = absl::GetFlag(FLAGS_cuda_graphs);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
 

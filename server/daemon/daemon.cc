@@ -92,6 +92,7 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
   } else if (choice == "cuda" || choice == "auto") {
     CudaBackendOptions cuda;
     cuda.workspace_bytes = std::max(options.workspace_bytes, planned_workspace);
+    cuda.graph_cache_size = options.cuda_graphs;
     ASSIGN_OR_RETURN(backend_, MakeCudaBackend(cuda));
   } else {
     return absl::InvalidArgumentError(

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "cakegrad/v1/regions.pb.h"
 #include "cakegrad/v1/service.pb.h"
+#include "launch/execute_info.h"
 #include "ops/op_spec.h"
 #include "regions/region.h"
 
@@ -27,13 +28,14 @@ class Backend {
   virtual int num_devices() const = 0;
   // Runs a validated call to completion. Called only from the launcher thread of
   // call.device (or of device 0 on the host backend).
-  virtual absl::Status Execute(const BoundCall& call) = 0;
+  virtual absl::Status Execute(const BoundCall& call, ExecuteInfo* info) = 0;
 };
 
 std::unique_ptr<Backend> MakeHostBackend();
 
 struct CudaBackendOptions {
   int64_t workspace_bytes = 256ll << 20;  // preallocated per device
+  size_t graph_cache_size = 0;            // captured graphs kept per device; 0: launch eagerly
 };
 
 // Creates contexts, streams and workspaces on every visible GPU. UNAVAILABLE without a GPU or

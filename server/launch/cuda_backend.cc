@@ -13,6 +13,8 @@
 #include "common/kernel_status.h"
 #include "common/status_macros.h"
 #include "launch/backend.h"
+#include "launch/graph_cache.h"
+#include "launch/graph_key.h"
 #include "spdlog/spdlog.h"
 #include "validate/bind.h"
 
@@ -55,7 +57,8 @@ struct DeviceState {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;
-  uint32_t* status_word = nullptr;  // device memory, kernels::DeviceStatusBits
+  uint32_t* status_word = nullptr;     // device memory, kernels::DeviceStatusBits
+  std::unique_ptr<GraphCache> graphs;  // null: every call launches eagerly
 };
 
 class CudaBackend : public Backend {
@@ -64,6 +67,7 @@ class CudaBackend : public Backend {
     for (DeviceState& d : devices_) {
       cudaSetDevice(d.ordinal);
       if (d.stream != nullptr) cudaStreamSynchronize(d.stream);
+      d.graphs.reset();
       if (d.workspace != nullptr) cudaFree(d.workspace);
       if (d.status_word != nullptr) cudaFree(d.status_word);
       if (d.stream != nullptr) cudaStreamDestroy(d.stream);
@@ -97,9 +101,12 @@ class CudaBackend : public Backend {
         CUDA_RETURN_IF_ERROR(cudaMalloc(&d.workspace, d.workspace_bytes), "allocating workspace");
       }
       CUDA_RETURN_IF_ERROR(cudaMalloc(&d.status_word, sizeof(uint32_t)), "allocating status");
+      if (options.graph_cache_size > 0) {
+        d.graphs = std::make_unique<GraphCache>(options.graph_cache_size);
+      }
       spdlog::info("GPU {}: {} {} (sm_{}{}), {} GiB, workspace {} MiB", i, d.uuid, d.name,
                    d.cc_major, d.cc_minor, d.memory >> 30, d.workspace_bytes >> 20);
-      devices_.push_back(d);
+      devices_.push_back(std::move(d));
     }
     return absl::OkStatus();
   }
@@ -170,7 +177,7 @@ class CudaBackend : public Backend {
     }
   }
 
-  absl::Status Execute(const BoundCall& call) override {
+  absl::Status Execute(const BoundCall& call, ExecuteInfo* info) override {
     if (call.device < 0 || call.device >= num_devices()) {
       return absl::InternalError("call bound to no device");
     }
@@ -197,9 +204,14 @@ class CudaBackend : public Backend {
       ctx.workspace = d.workspace;
       ctx.workspace_bytes = d.workspace_bytes;
     }
-    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d.status_word, 0, sizeof(uint32_t), d.stream),
-                         "clearing the status word");
-    absl::Status launched = FromKernelStatus(call.op->launch(call, ctx));
+    auto enqueue = [&]() -> absl::Status {
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d.status_word, 0, sizeof(uint32_t), d.stream),
+                           "clearing the status word");
+      return FromKernelStatus(call.op->launch(call, ctx));
+    };
+    absl::Status launched = d.graphs != nullptr
+                                ? d.graphs->Run(GraphKey(call), d.stream, enqueue, &info->graph)
+                                : enqueue();
     // Even a failed launch may have enqueued work: wait for the stream before replying.
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream), call.op->name);
     RETURN_IF_ERROR(launched);

@@ -117,7 +117,7 @@ class HostBackend : public Backend {
 
   void Describe(v1::Capabilities* caps) const override { caps->set_backend("host"); }
 
-  absl::Status Execute(const BoundCall& call) override {
+  absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
     for (const auto& region : call.pins) {
       if (absl::Status s = region->range.mapping->Check(); !s.ok()) return s;
     }

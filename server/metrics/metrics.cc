@@ -27,6 +27,10 @@ Metrics::Metrics()
                    .Help("Run latency by phase: queue (waiting for the device's launcher), "
                          "compute (the backend), total (the handler's view)")
                    .Register(*registry_)),
+      graphs_(prometheus::BuildCounter()
+                  .Name("cakegrad_graph_cache_total")
+                  .Help("Runs replayed from a cached CUDA graph (hit) or captured anew (miss)")
+                  .Register(*registry_)),
       sessions_(prometheus::BuildGauge()
                     .Name("cakegrad_sessions")
                     .Help("Open client sessions")
@@ -56,7 +60,11 @@ absl::Status Metrics::Expose(const std::string& address, int port) {
 }
 
 void Metrics::RecordRun(const std::string& op, absl::StatusCode code, absl::Duration queue,
-                        absl::Duration compute, absl::Duration total) {
+                        absl::Duration compute, absl::Duration total, GraphOutcome graph) {
+  if (graph != GraphOutcome::kNotUsed) {
+    graphs_.Add({{"operator", op}, {"result", graph == GraphOutcome::kHit ? "hit" : "miss"}})
+        .Increment();
+  }
   requests_.Add({{"operator", op}, {"code", absl::StatusCodeToString(code)}}).Increment();
   static const auto buckets = LatencyBuckets();
   if (code == absl::StatusCode::kOk) {

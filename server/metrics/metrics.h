@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "launch/execute_info.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
@@ -26,7 +27,7 @@ class Metrics {
 
   // One finished Run: queue and compute are zero for requests refused before the executor.
   void RecordRun(const std::string& op, absl::StatusCode code, absl::Duration queue,
-                 absl::Duration compute, absl::Duration total);
+                 absl::Duration compute, absl::Duration total, GraphOutcome graph);
   void SetHoldings(uint64_t sessions, uint64_t regions, uint64_t mapped_bytes);
 
  private:
@@ -34,6 +35,7 @@ class Metrics {
   std::unique_ptr<prometheus::Exposer> exposer_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Counter>& graphs_;
   prometheus::Gauge& sessions_;
   prometheus::Gauge& regions_;
   prometheus::Gauge& mapped_bytes_;

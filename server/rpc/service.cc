@@ -191,7 +191,8 @@ void CakegradService::RecordRun(const std::string& op, const absl::Status& statu
                                 JobTiming timing) {
   (status.ok() ? served_ : failed_).fetch_add(1);
   if (ctx_.metrics == nullptr) return;
-  ctx_.metrics->RecordRun(op, status.code(), timing.queued, timing.compute, absl::Now() - start);
+  ctx_.metrics->RecordRun(op, status.code(), timing.queued, timing.compute, absl::Now() - start,
+                          timing.info.graph);
   ctx_.metrics->SetHoldings(ctx_.sessions->size(), ctx_.regions->size(),
                             ctx_.regions->mapped_bytes());
 }

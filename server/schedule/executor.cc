@@ -67,8 +67,9 @@ void Executor::Loop() {
       --queued_;
     }
     const absl::Time start = absl::Now();
-    absl::Status status = backend_->Execute(*job.call);
-    JobTiming timing{start - job.enqueued, absl::Now() - start};
+    ExecuteInfo info;
+    absl::Status status = backend_->Execute(*job.call, &info);
+    JobTiming timing{start - job.enqueued, absl::Now() - start, info};
     if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
       spdlog::error("{} on device {} failed: {}", job.call->op->name, device_, status.ToString());
     }

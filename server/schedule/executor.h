@@ -23,6 +23,7 @@ namespace cakegrad::server {
 struct JobTiming {
   absl::Duration queued;   // from Submit to the start of execution
   absl::Duration compute;  // the backend's Execute
+  ExecuteInfo info;        // how the backend ran it
 };
 
 struct Job {

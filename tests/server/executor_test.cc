@@ -24,7 +24,7 @@ class RecordingBackend : public Backend {
   }
   void Describe(v1::Capabilities*) const override {}
   int num_devices() const override { return 1; }
-  absl::Status Execute(const BoundCall& call) override {
+  absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
     if (order.empty()) release.WaitForNotification();
     order.push_back(call.dim("tag"));
     return call.dim("fail") ? absl::InvalidArgumentError("asked to fail") : absl::OkStatus();

@@ -79,11 +79,15 @@ class DeviceArena {
   uint64_t next_ = 0;
 };
 
-class CudaDaemonTest : public ::testing::Test {
+// Every test runs against a daemon that launches eagerly and one that replays captured CUDA
+// graphs (--cuda_graphs): the results must be the library's bits either way.
+class CudaDaemonTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     CAKEGRAD_REQUIRE_GPU();
-    ASSERT_TRUE(daemon_.Start({"--backend=cuda"}).ok()) << "see " << daemon_.log_path();
+    ASSERT_TRUE(
+        daemon_.Start({"--backend=cuda", "--cuda_graphs=" + std::to_string(GetParam())}).ok())
+        << "see " << daemon_.log_path();
     auto client = Client::Connect(daemon_.address(), "cuda-daemon-test");
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
@@ -107,7 +111,7 @@ class CudaDaemonTest : public ::testing::Test {
   cudaStream_t stream_ = nullptr;
 };
 
-TEST_F(CudaDaemonTest, RegionsAreMappedListedBoundedAndReleased) {
+TEST_P(CudaDaemonTest, RegionsAreMappedListedBoundedAndReleased) {
   DeviceArena arena(1 << 20);
   auto whole = client_->RegisterCudaBuffer(arena.base(), 1 << 20, "whole");
   ASSERT_TRUE(whole.ok()) << whole.status();
@@ -155,7 +159,7 @@ TEST_F(CudaDaemonTest, RegionsAreMappedListedBoundedAndReleased) {
   EXPECT_EQ((*observer)->GetServerStatus()->regions(), 0u) << "the session's end releases them";
 }
 
-TEST_F(CudaDaemonTest, Conv1dServedBitwiseEqualToTheLibrary) {
+TEST_P(CudaDaemonTest, Conv1dServedBitwiseEqualToTheLibrary) {
   const int64_t S = 40000, C = 4096 + 7, N = 16;
   std::vector<int64_t> cuts(N + 1, 0);
   for (int64_t i = 1; i < N; ++i) cuts[i] = (S * i) / N + (i % 3) * 17;
@@ -180,6 +184,8 @@ TEST_F(CudaDaemonTest, Conv1dServedBitwiseEqualToTheLibrary) {
     tdw[i] = a.Alloc(DType::kFP32, {C, 4});
     tdb[i] = a.Alloc(DType::kFP32, {C});
   }
+  const Tensor dx2 = served.Alloc(DType::kBF16, {S, C}), dw2 = served.Alloc(DType::kFP32, {C, 4}),
+               db2 = served.Alloc(DType::kFP32, {C});
   for (const char* policy : {"bf16", "fp32"}) {
     for (int i = 0; i < 2; ++i) {
       for (const Tensor* t : {&ty[i], &tdx[i], &tdw[i], &tdb[i]}) arenas[i]->Poison(*t);
@@ -223,10 +229,19 @@ TEST_F(CudaDaemonTest, Conv1dServedBitwiseEqualToTheLibrary) {
     ExpectSame(served, tdx[0], direct, tdx[1], "dx");
     ExpectSame(served, tdw[0], direct, tdw[1], "dweight");
     ExpectSame(served, tdb[0], direct, tdb[1], "dbias");
+    // The same call into other outputs: a graph replay (same key) with new pointers.
+    for (const Tensor* t : {&dx2, &dw2, &db2}) served.Poison(*t);
+    ASSERT_TRUE(client_
+                    ->Conv1dBackward(
+                        {tx[0], tw[0], tcu[0], tdy[0], tb[0], policy, std::nullopt, dx2, dw2, db2})
+                    .ok());
+    ExpectSame(served, dx2, direct, tdx[1], "dx, second call");
+    ExpectSame(served, dw2, direct, tdw[1], "dweight, second call");
+    ExpectSame(served, db2, direct, tdb[1], "dbias, second call");
   }
 }
 
-TEST_F(CudaDaemonTest, MalformedCuSeqlensIsInvalidArgumentOnTheGpu) {
+TEST_P(CudaDaemonTest, MalformedCuSeqlensIsInvalidArgumentOnTheGpu) {
   const int64_t S = 1000, C = 64;
   DeviceArena arena(16 << 20);
   arena.Register(*client_);
@@ -248,7 +263,7 @@ TEST_F(CudaDaemonTest, MalformedCuSeqlensIsInvalidArgumentOnTheGpu) {
   EXPECT_TRUE(client_->Conv1dBackward(args).ok()) << "the daemon recovers";
 }
 
-TEST_F(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
+TEST_P(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
   const int64_t T = 4096, C = 4096;
   DeviceArena served(1ull << 30), direct(1ull << 30);
   served.Register(*client_);
@@ -338,7 +353,7 @@ TEST_F(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
   ExpectSame(served, dbase[0], direct, dbase[1], "dbase");
 }
 
-TEST_F(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
+TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
   const int64_t T = 2048, H = 4, N = 5;
   const std::vector<int64_t> cuts = {0, 1, 1, 700, 1500, T};  // 1-token and empty documents
   const int64_t tok = T * H * 128;
@@ -441,6 +456,11 @@ TEST_F(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
       {dg, "dg"}, {dbeta, "dbeta"},    {da, "dA_log"}, {ddt, "ddt_bias"}, {dh0, "dinitial_state"}};
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
 }
+
+INSTANTIATE_TEST_SUITE_P(Launch, CudaDaemonTest, ::testing::Values(0, 8),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 0 ? std::string("Eager") : std::string("Graphs");
+                         });
 
 }  // namespace
 }  // namespace cakegrad::testing

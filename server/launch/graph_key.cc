@@ -1,0 +1,35 @@
+#include "launch/graph_key.h"
+
+#include <memory>
+
+#include "cakegrad/v1/tensor.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace cakegrad::server {
+
+std::string GraphKey(const BoundCall& call) {
+  namespace pb = google::protobuf;
+  std::unique_ptr<pb::Message> shape_only(call.request->New());
+  shape_only->CopyFrom(*call.request);
+  const pb::Reflection* refl = shape_only->GetReflection();
+  const pb::Descriptor* desc = shape_only->GetDescriptor();
+  for (int i = 0; i < desc->field_count(); ++i) {
+    const pb::FieldDescriptor* f = desc->field(i);
+    if (f->message_type() != v1::TensorRef::descriptor() || !refl->HasField(*shape_only, f)) {
+      continue;
+    }
+    auto* ref = static_cast<v1::TensorRef*>(refl->MutableMessage(shape_only.get(), f));
+    ref->clear_region_id();
+    ref->clear_offset();
+    ref->clear_strides();
+  }
+  std::string key = call.op->name + '\0';
+  pb::io::StringOutputStream out(&key);
+  pb::io::CodedOutputStream coded(&out);
+  coded.SetSerializationDeterministic(true);
+  shape_only->SerializeToCodedStream(&coded);
+  return key;
+}
+
+}  // namespace cakegrad::server

@@ -1,0 +1,56 @@
+#include "launch/graph_key.h"
+
+#include <gtest/gtest.h>
+
+#include "cakegrad/v1/conv1d.pb.h"
+#include "ops/op_registry.h"
+
+namespace cakegrad::server {
+namespace {
+
+v1::TensorRef Ref(uint64_t region, uint64_t offset, v1::DType dtype, std::vector<int64_t> shape) {
+  v1::TensorRef r;
+  r.set_region_id(region);
+  r.set_offset(offset);
+  r.set_dtype(dtype);
+  for (int64_t d : shape) r.add_shape(d);
+  return r;
+}
+
+v1::Conv1dBackwardRequest Request(uint64_t region, uint64_t base, int64_t S, int64_t C) {
+  v1::Conv1dBackwardRequest r;
+  *r.mutable_x() = Ref(region, base, v1::BF16, {S, C});
+  *r.mutable_weight() = Ref(region, base + 1024, v1::FP32, {C, 4});
+  *r.mutable_cu_seqlens() = Ref(region, base + 2048, v1::INT32, {3});
+  *r.mutable_dy() = Ref(region, base + 4096, v1::BF16, {S, C});
+  *r.mutable_dx() = Ref(region, base + 8192, v1::BF16, {S, C});
+  *r.mutable_dweight() = Ref(region, base + 16384, v1::FP32, {C, 4});
+  return r;
+}
+
+std::string Key(const google::protobuf::Message& m) {
+  BoundCall call;
+  call.op = FindOp("conv1d_backward");
+  call.request = &m;
+  return GraphKey(call);
+}
+
+TEST(GraphKey, PointersDoNotMatterShapesAndOptionsDo) {
+  const auto a = Request(1, 0, 100, 8);
+  const auto moved = Request(7, 1 << 20, 100, 8);
+  EXPECT_EQ(Key(a), Key(moved)) << "a replay takes new regions and offsets";
+  EXPECT_NE(Key(a), Key(Request(1, 0, 101, 8)));
+  EXPECT_NE(Key(a), Key(Request(1, 0, 100, 16)));
+  auto fp32 = a;
+  fp32.set_silu_grad_preactivation(v1::SILU_GRAD_PREACTIVATION_FP32);
+  EXPECT_NE(Key(a), Key(fp32)) << "the route is part of the key";
+  auto with_bias = a;
+  *with_bias.mutable_bias() = Ref(1, 1 << 19, v1::FP32, {8});
+  EXPECT_NE(Key(a), Key(with_bias));
+  auto bf16_weight = a;
+  bf16_weight.mutable_weight()->set_dtype(v1::BF16);
+  EXPECT_NE(Key(a), Key(bf16_weight));
+}
+
+}  // namespace
+}  // namespace cakegrad::server
