@@ -13,7 +13,8 @@ BUILD=${BUILD_DIR:-build}
 out=.carry/gpu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-bins=("$BUILD/server/cakegradd" "$BUILD/client/cakegrad" "$BUILD/tests/gpu/daemon/cakegrad_gpu_daemon_tests")
+bins=("$BUILD/server/cakegradd" "$BUILD/client/cakegrad" "$BUILD/tests/gpu/daemon/cakegrad_gpu_daemon_tests"
+      "$BUILD/bench/cakegrad_daemon_bench")
 for f in conv1d mhc kda; do
   bins+=("$BUILD/tests/cakegrad_gpu_${f}_tests" "$BUILD/bench/cakegrad_${f}_bench")
 done

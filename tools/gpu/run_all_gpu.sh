@@ -5,13 +5,14 @@
 #   2. each family's GPU tests against the FP64 reference
 #   4. each family's benchmark, then the PyTorch references of the same math
 #   5. the Python two-trainer test (tools/gpu/run_python_gpu.sh)
+#   6. the daemon's overhead and GPU busy fraction (cakegrad_daemon_bench), eager and graphs
 #   3. compute-sanitizer memcheck + racecheck on each family's *Sanitize* tests (last: the
 #      slowest and, for unchanged kernels, a repeat)
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
 # cut short by the device tool's limit still returns what finished); a summary prints at the end.
 # STEPS (python test) and SKIP (space-separated stage numbers to skip) tune it. All five stages
 # took more than the 10-minute limit of one device call on 2026-11-29: run them as two calls,
-# SKIP="5 3" then SKIP="1 2 4".
+# SKIP="3 5 6" then SKIP="1 2 4".
 set -uo pipefail
 OUT=${OUT:-/tmp/cakegrad-out}
 LOG=/tmp/cakegrad-gpu-logs  # outside $OUT: only the summary and one archive come back
@@ -60,6 +61,24 @@ if ! skip 5; then
   OUT="$LOG" STEPS=${STEPS:-20} timeout 480 bash tools/gpu/run_python_gpu.sh \
     > "$LOG/python_gpu.log" 2>&1
   note "python two trainers: rc=$? $(tail -1 "$LOG/python_gpu.log")"
+fi
+if ! skip 6; then
+  for graphs in 0 64; do
+    sock=/tmp/cakegrad-bench-$graphs.sock
+    "$CAKEGRAD_DAEMON" --socket=$sock --backend=cuda --cuda_graphs=$graphs \
+      > "$LOG/daemon_bench_$graphs.log" 2>&1 &
+    dpid=$!
+    for _ in $(seq 100); do "$bin/cakegrad" health --address=unix://$sock --timeout=0.2 \
+      >/dev/null 2>&1 && break; sleep 0.1; done
+    {
+      echo "== cuda_graphs=$graphs"
+      timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock latency
+      timeout 120 "$bin/cakegrad_daemon_bench" --address=unix://$sock busy --clients=1,4,16 \
+        --seconds=5
+    } >> "$LOG/daemon_bench.txt" 2>&1
+    note "daemon bench (cuda_graphs=$graphs): rc=$?"
+    kill -TERM $dpid; wait $dpid
+  done
 fi
 if ! skip 3; then
   for f in conv1d mhc kda; do

@@ -1,0 +1,286 @@
+// What the daemon adds on top of the kernels, measured as a client sees it.
+//
+//   cakegrad_daemon_bench --address=unix:///run/cakegrad/cakegrad.sock latency
+//     conv1d backward (S=2048, C=1024) submitted back to back: client round-trip p50/p99, the
+//     daemon's own queue and compute times, and the kernel alone called in this process
+//     (CUDA events on the cuda backend, wall clock of the reference on the host backend).
+//   cakegrad_daemon_bench --address=... busy --clients=1,4,16 --seconds=5
+//     K client processes submit mHC backward_finish (T=4096, C=4096) back to back; prints the
+//     fraction of wall time the daemon spent computing (sum of compute_us / wall / devices).
+//
+// Completion is SYNC (the only mode today). Memory is CUDA (IPC) or POSIX shm by the daemon's
+// backend. Prints a table; results are kept in bench/results/.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cakegrad/client/client.h"
+#include "cakegrad/client/shared_memory.h"
+#include "cakegrad/kernels/conv1d.h"
+#include "cakegrad/kernels/mhc.h"
+
+#if defined(CAKEGRAD_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+ABSL_FLAG(std::string, address, "", "daemon address (default $CAKEGRAD_ADDRESS or the socket)");
+ABSL_FLAG(int, iters, 2000, "latency: requests");
+ABSL_FLAG(std::string, clients, "1,4,16", "busy: client process counts");
+ABSL_FLAG(double, seconds, 5, "busy: seconds each client submits");
+ABSL_FLAG(int64_t, mhc_tokens, 4096, "busy: T of mhc_backward_finish");
+ABSL_FLAG(std::string, role, "", "internal: worker");
+
+extern char** environ;
+
+namespace {
+
+using cakegrad::Client;
+using cakegrad::DType;
+using cakegrad::Tensor;
+namespace k = cakegrad::kernels;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const absl::Status& s) {
+  std::fprintf(stderr, "cakegrad_daemon_bench: %s\n", s.ToString().c_str());
+  std::exit(1);
+}
+
+// One registered buffer holding all tensors of a call, in GPU or shared memory.
+class Arena {
+ public:
+  Arena(Client& client, bool cuda, uint64_t bytes) : cuda_(cuda), bytes_(bytes) {
+    if (cuda_) {
+#if defined(CAKEGRAD_WITH_CUDA)
+      if (cudaMalloc(&base_, bytes) != cudaSuccess) Die(absl::InternalError("cudaMalloc"));
+      auto id = client.RegisterCudaBuffer(base_, bytes, "bench");
+      if (!id.ok()) Die(id.status());
+      region_ = *id;
+#else
+      Die(absl::UnimplementedError("built without CUDA"));
+#endif
+    } else {
+      auto shm = cakegrad::SharedMemoryBuffer::Create(bytes);
+      if (!shm.ok()) Die(shm.status());
+      shm_ = std::make_unique<cakegrad::SharedMemoryBuffer>(*std::move(shm));
+      base_ = shm_->data();
+      auto id = client.RegisterHostRegion(shm_->name(), bytes, "bench");
+      if (!id.ok()) Die(id.status());
+      region_ = *id;
+    }
+  }
+  ~Arena() {
+#if defined(CAKEGRAD_WITH_CUDA)
+    if (cuda_) cudaFree(base_);
+#endif
+  }
+  // Random (never zero) contents: timings on zeros flatter the hardware.
+  Tensor Add(DType dtype, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const uint64_t size = static_cast<uint64_t>(n * k::DTypeBytes(dtype));
+    if (next_ + size > bytes_) Die(absl::ResourceExhaustedError("arena too small"));
+    Tensor t{region_, next_, dtype, std::move(shape)};
+    std::vector<uint16_t> fill((size + 1) / 2);
+    std::mt19937 rng(static_cast<unsigned>(next_));
+    std::normal_distribution<float> normal(0.f, 0.5f);
+    for (auto& v : fill) v = k::FloatToBf16(normal(rng));
+    Copy(t, fill.data(), size);
+    next_ += (size + 255) / 256 * 256;
+    return t;
+  }
+  void Copy(const Tensor& t, const void* src, uint64_t size) {
+#if defined(CAKEGRAD_WITH_CUDA)
+    if (cuda_) {
+      cudaMemcpy(ptr(t), src, size, cudaMemcpyHostToDevice);
+      return;
+    }
+#endif
+    std::memcpy(ptr(t), src, size);
+  }
+  void* ptr(const Tensor& t) const { return static_cast<char*>(base_) + t.offset; }
+
+ private:
+  bool cuda_;
+  uint64_t bytes_;
+  void* base_ = nullptr;
+  std::unique_ptr<cakegrad::SharedMemoryBuffer> shm_;
+  uint64_t region_ = 0;
+  uint64_t next_ = 0;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+int Latency(Client& client, bool cuda) {
+  const int64_t S = 2048, C = 1024;
+  Arena arena(client, cuda, 64ull << 20);
+  cakegrad::Conv1dBackwardArgs a;
+  a.x = arena.Add(DType::kBF16, {S, C});
+  a.weight = arena.Add(DType::kFP32, {C, 4});
+  a.cu_seqlens = arena.Add(DType::kINT32, {2});
+  const int32_t cuts[2] = {0, static_cast<int32_t>(S)};
+  arena.Copy(a.cu_seqlens, cuts, sizeof(cuts));
+  a.dy = arena.Add(DType::kBF16, {S, C});
+  a.dx = arena.Add(DType::kBF16, {S, C});
+  a.dweight = arena.Add(DType::kFP32, {C, 4});
+  std::vector<double> rtt, queue, compute;
+  const int iters = absl::GetFlag(FLAGS_iters);
+  for (int i = 0; i < iters + 50; ++i) {
+    const auto t0 = Clock::now();
+    auto r = client.Conv1dBackward(a);
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (!r.ok()) Die(r.status());
+    if (i < 50) continue;  // warm-up
+    rtt.push_back(us);
+    queue.push_back(r->queue_us());
+    compute.push_back(r->compute_us());
+  }
+  // The kernel alone, in this process, on the same memory.
+  k::Conv1dBwdParams p;
+  p.x = static_cast<const uint16_t*>(arena.ptr(a.x));
+  p.weight = arena.ptr(a.weight);
+  p.cu_seqlens = arena.ptr(a.cu_seqlens);
+  p.dy = static_cast<const uint16_t*>(arena.ptr(a.dy));
+  p.dx = static_cast<uint16_t*>(arena.ptr(a.dx));
+  p.dweight = arena.ptr(a.dweight);
+  p.S = S;
+  p.C = C;
+  p.num_docs = 1;
+  std::vector<double> kernel;
+#if defined(CAKEGRAD_WITH_CUDA)
+  void* ws = nullptr;
+  cudaEvent_t e0, e1;
+  if (cuda) {
+    cudaMalloc(&ws, std::max<int64_t>(k::Conv1dBackwardWorkspaceBytes(S, C), 16));
+    p.workspace = ws;
+    p.workspace_bytes = k::Conv1dBackwardWorkspaceBytes(S, C);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+  }
+#endif
+  for (int i = 0; i < 200; ++i) {
+#if defined(CAKEGRAD_WITH_CUDA)
+    if (cuda) {
+      cudaEventRecord(e0);
+      if (!k::Conv1dBackwardCuda(p, nullptr).ok()) Die(absl::InternalError("kernel"));
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      kernel.push_back(ms * 1e3);
+      continue;
+    }
+#endif
+    const auto t0 = Clock::now();
+    if (!k::Conv1dBackwardReference(p).ok()) Die(absl::InternalError("reference"));
+    kernel.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  const double k50 = Percentile(kernel, 0.5);
+  std::printf("conv1d_backward S=%lld C=%lld, %d requests, SYNC completion, backend %s\n",
+              static_cast<long long>(S), static_cast<long long>(C), iters, cuda ? "cuda" : "host");
+  std::printf("| measure | p50 us | p99 us |\n|---|---|---|\n");
+  std::printf("| client round trip | %.1f | %.1f |\n", Percentile(rtt, 0.5), Percentile(rtt, 0.99));
+  std::printf("| daemon queue | %.1f | %.1f |\n", Percentile(queue, 0.5), Percentile(queue, 0.99));
+  std::printf("| daemon compute (launch + wait) | %.1f | %.1f |\n", Percentile(compute, 0.5),
+              Percentile(compute, 0.99));
+  std::printf("| kernel alone, in process | %.1f | %.1f |\n", k50, Percentile(kernel, 0.99));
+  std::printf("| added by the daemon (round trip - kernel) | %.1f | %.1f |\n",
+              Percentile(rtt, 0.5) - k50, Percentile(rtt, 0.99) - k50);
+  return 0;
+}
+
+// One client process: back-to-back mHC backward_finish; prints "requests compute_us".
+int Worker(Client& client, bool cuda) {
+  const int64_t T = absl::GetFlag(FLAGS_mhc_tokens), C = 4096;
+  Arena arena(client, cuda, static_cast<uint64_t>(T) * C * 24 + (64ull << 20));
+  cakegrad::MhcBackwardFinishArgs a;
+  a.x = arena.Add(DType::kBF16, {T, 4, C});
+  a.dy = arena.Add(DType::kBF16, {T, 4, C});
+  a.du = arena.Add(DType::kBF16, {T, C});
+  a.fn = arena.Add(DType::kFP32, {24, 4 * C});
+  a.scale = arena.Add(DType::kFP32, {3});
+  a.base = arena.Add(DType::kFP32, {24});
+  a.stats = arena.Add(DType::kFP32, {T, 64});
+  a.grad_stats = arena.Add(DType::kFP32, {T, 32});
+  a.dx = arena.Add(DType::kBF16, {T, 4, C});
+  a.dfn = arena.Add(DType::kFP32, {24, 4 * C});
+  a.dscale = arena.Add(DType::kFP32, {3});
+  a.dbase = arena.Add(DType::kFP32, {24});
+  const auto end = Clock::now() + std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds));
+  int64_t n = 0;
+  double compute = 0;
+  while (Clock::now() < end) {
+    auto r = client.MhcBackwardFinish(a);
+    if (!r.ok()) Die(r.status());
+    ++n;
+    compute += r->compute_us();
+  }
+  std::printf("%lld %.1f\n", static_cast<long long>(n), compute);
+  return 0;
+}
+
+int Busy(const char* self, int devices) {
+  std::printf("| clients | requests | wall s | daemon busy (sum compute / wall / GPUs) |\n");
+  std::printf("|---|---|---|---|\n");
+  for (absl::string_view count : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
+    const int clients = std::stoi(std::string(count));
+    std::vector<FILE*> workers;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < clients; ++i) {
+      const std::string cmd =
+          absl::StrCat(self, " --role=worker --address=", absl::GetFlag(FLAGS_address),
+                       " --seconds=", absl::GetFlag(FLAGS_seconds),
+                       " --mhc_tokens=", absl::GetFlag(FLAGS_mhc_tokens));
+      workers.push_back(popen(cmd.c_str(), "r"));
+    }
+    long long requests = 0;
+    double compute_us = 0;
+    for (FILE* w : workers) {
+      long long n = 0;
+      double c = 0;
+      if (w == nullptr || std::fscanf(w, "%lld %lf", &n, &c) != 2)
+        Die(absl::InternalError("worker"));
+      if (pclose(w) != 0) Die(absl::InternalError("worker failed"));
+      requests += n;
+      compute_us += c;
+    }
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("| %d | %lld | %.2f | %.1f%% |\n", clients, requests, wall,
+                100.0 * compute_us / 1e6 / absl::GetFlag(FLAGS_seconds) / devices);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  auto client = Client::Connect(absl::GetFlag(FLAGS_address), "daemon-bench");
+  if (!client.ok()) Die(client.status());
+  auto caps = (*client)->GetCapabilities();
+  if (!caps.ok()) Die(caps.status());
+  const bool cuda = caps->backend() == "cuda";
+  if (absl::GetFlag(FLAGS_role) == "worker") return Worker(**client, cuda);
+  const std::string mode = args.size() > 1 ? args[1] : "latency";
+  if (mode == "latency") return Latency(**client, cuda);
+  if (mode == "busy") {
+    return Busy(argv[0], std::max(1, caps->devices_size()));
+  }
+  std::fprintf(stderr, "usage: cakegrad_daemon_bench [--address=...] latency|busy\n");
+  return 2;
+}
