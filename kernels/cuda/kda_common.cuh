@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../reference/kda_layout.h"
+#include "reference/kda_layout.h"
 #include "cakegrad/kernels/kda.h"
 
 namespace cakegrad::kernels::kda_cuda {

@@ -11,7 +11,7 @@
 //      dbase, in a fixed order; adds them to the outputs under accumulate.
 // Nothing depends on the workspace's prior contents, the grid is a function of (T, C) only, and
 // there are no atomics, so the results are bitwise reproducible.
-#include "../reference/mhc_layout.h"
+#include "reference/mhc_layout.h"
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 

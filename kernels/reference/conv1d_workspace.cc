@@ -1,6 +1,6 @@
 // The workspace query lives with the references so host-only builds (no CUDA) link it; its size
 // comes from the CUDA kernels' tiling, which is plain C++.
-#include "../cuda/conv1d_traits.h"
+#include "cuda/conv1d_traits.h"
 #include "cakegrad/kernels/conv1d.h"
 
 namespace cakegrad::kernels {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../../kernels/reference/kda_reference_internal.h"
+#include "reference/kda_reference_internal.h"
 #include "cakegrad/kernels/kda.h"
 #include "common/test_util.h"
 #include "gpu/gpu_test_util.h"

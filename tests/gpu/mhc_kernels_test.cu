@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../kernels/reference/mhc_reference_internal.h"
+#include "reference/mhc_reference_internal.h"
 #include "cakegrad/kernels/mhc.h"
 #include "common/test_util.h"
 #include "gpu/gpu_test_util.h"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../../kernels/reference/mhc_reference_internal.h"
+#include "reference/mhc_reference_internal.h"
 #include "cakegrad/kernels/mhc.h"
 #include "common/test_util.h"
 
