@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <utility>
 
@@ -145,6 +146,14 @@ Client::~Client() { (void)Close(); }
 absl::Status Client::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
+#if defined(CAKEGRAD_WITH_CUDA)
+  // Work ordered on these events may still be running: let it finish before they go.
+  if (event_stream_ != nullptr || !ready_events_.empty()) cudaStreamSynchronize(event_stream_);
+  for (void* e : ready_events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+  for (void* e : done_events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+  ready_events_.clear();
+  done_events_.clear();
+#endif
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(5));
   v1::CloseSessionRequest request;
@@ -268,10 +277,102 @@ absl::StatusOr<uint64_t> Client::GetWorkspaceSize(const v1::WorkspaceSizeRequest
 
 absl::StatusOr<v1::RunResponse> Client::Run(v1::RunRequest request) {
   request.set_session_id(session_id_);
+#if defined(CAKEGRAD_WITH_CUDA)
+  const size_t slot = ready_events_.empty() ? 0 : next_slot_++ % ready_events_.size();
+  if (!ready_events_.empty()) {
+    if (cudaError_t e =
+            cudaEventRecord(static_cast<cudaEvent_t>(ready_events_[slot]), event_stream_);
+        e != cudaSuccess) {
+      return absl::InternalError(absl::StrCat("cudaEventRecord: ", cudaGetErrorString(e)));
+    }
+    request.mutable_completion()->set_mode(v1::Completion::EVENT);
+    request.mutable_completion()->set_slot(static_cast<uint32_t>(slot));
+  }
+#endif
   grpc::ClientContext ctx;
   v1::RunResponse response;
   if (grpc::Status s = stub_->Run(&ctx, request, &response); !s.ok()) return FromGrpc(s);
+#if defined(CAKEGRAD_WITH_CUDA)
+  if (!done_events_.empty()) {
+    if (cudaError_t e =
+            cudaStreamWaitEvent(event_stream_, static_cast<cudaEvent_t>(done_events_[slot]), 0);
+        e != cudaSuccess) {
+      return absl::InternalError(absl::StrCat("cudaStreamWaitEvent: ", cudaGetErrorString(e)));
+    }
+  }
+#endif
   return response;
+}
+
+absl::Status Client::EnableEventCompletion(cudaStream_t stream, int slots) {
+#if defined(CAKEGRAD_WITH_CUDA)
+  if (slots < 1) return absl::InvalidArgumentError("EnableEventCompletion: slots must be >= 1");
+  if (!ready_events_.empty()) {
+    return absl::FailedPreconditionError("EnableEventCompletion: already enabled");
+  }
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cudaGetDevice: ", cudaGetErrorString(e)));
+  }
+  v1::RegisterEventsRequest request;
+  request.set_session_id(session_id_);
+  std::string uuid;
+  if (kernels::Status st = kernels::CudaDeviceUuid(device, &uuid); !st.ok()) {
+    return absl::InternalError(st.message());
+  }
+  request.set_gpu_uuid(uuid);
+  std::vector<void*> ready;
+  auto destroy = [](std::vector<void*>& events) {
+    for (void* e : events) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+    events.clear();
+  };
+  for (int i = 0; i < slots; ++i) {
+    cudaEvent_t e;
+    cudaIpcEventHandle_t h;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventInterprocess) !=
+            cudaSuccess ||
+        cudaIpcGetEventHandle(&h, e) != cudaSuccess) {
+      destroy(ready);
+      return absl::InternalError("cannot create an interprocess CUDA event");
+    }
+    ready.push_back(e);
+    request.add_ready_events(std::string(reinterpret_cast<const char*>(&h), sizeof(h)));
+  }
+  grpc::ClientContext ctx;
+  v1::RegisterEventsResponse response;
+  if (grpc::Status s = stub_->RegisterEvents(&ctx, request, &response); !s.ok()) {
+    destroy(ready);
+    return FromGrpc(s);
+  }
+  std::vector<void*> done;
+  for (const std::string& handle : response.done_events()) {
+    cudaIpcEventHandle_t h;
+    cudaEvent_t e;
+    if (handle.size() != sizeof(h)) {
+      destroy(ready);
+      destroy(done);
+      return absl::InternalError("the daemon returned a malformed event handle");
+    }
+    std::memcpy(&h, handle.data(), sizeof(h));
+    if (cudaError_t err = cudaIpcOpenEventHandle(&e, h); err != cudaSuccess) {
+      destroy(ready);
+      destroy(done);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot open the daemon's events (", cudaGetErrorString(err),
+          "): EVENT completion needs this process to run as the daemon's user with the same "
+          "/dev/shm"));
+    }
+    done.push_back(e);
+  }
+  event_stream_ = stream;
+  ready_events_ = std::move(ready);
+  done_events_ = std::move(done);
+  return absl::OkStatus();
+#else
+  (void)stream;
+  (void)slots;
+  return absl::UnimplementedError("this cakegrad client was built without CUDA");
+#endif
 }
 
 absl::StatusOr<v1::RunResponse> Client::Conv1dForward(const Conv1dForwardArgs& a) {

@@ -93,6 +93,7 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     CudaBackendOptions cuda;
     cuda.workspace_bytes = std::max(options.workspace_bytes, planned_workspace);
     cuda.graph_cache_size = options.cuda_graphs;
+    cuda.max_event_slots = options.max_event_slots;
     ASSIGN_OR_RETURN(backend_, MakeCudaBackend(cuda));
   } else {
     return absl::InvalidArgumentError(
@@ -103,7 +104,10 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     RETURN_IF_ERROR(metrics_->Expose(options.metrics_address, options.metrics_port));
   }
   regions_ = std::make_unique<RegionRegistry>(options.max_regions_per_session);
-  sessions_ = std::make_unique<SessionManager>(regions_.get(), options.max_sessions);
+  Backend* backend = backend_.get();
+  sessions_ = std::make_unique<SessionManager>(
+      regions_.get(), options.max_sessions,
+      [backend](const std::string& session) { backend->ReleaseSession(session); });
   for (int d = 0; d < backend_->num_devices(); ++d) {
     executors_.push_back(std::make_unique<Executor>(backend_.get(), d, options.max_queue_depth));
   }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cakegrad/v1/regions.pb.h"
@@ -26,14 +28,26 @@ class Backend {
   virtual void Describe(v1::Capabilities* caps) const = 0;
   // One executor (launcher thread) per device; the host backend has one.
   virtual int num_devices() const = 0;
-  // Runs a validated call to completion. Called only from the launcher thread of
+  // Runs a validated call: to completion, or for EVENT calls (call.event_slot >= 0) until it
+  // is enqueued behind the slot's ready event. Called only from the launcher thread of
   // call.device (or of device 0 on the host backend).
   virtual absl::Status Execute(const BoundCall& call, ExecuteInfo* info) = 0;
+
+  // EVENT completion. Opens the client's ready events on the GPU named by `gpu_uuid` and
+  // returns the handles of the daemon's done events, one per slot.
+  virtual absl::StatusOr<std::vector<std::string>> RegisterEvents(
+      const std::string& session_id, const std::string& gpu_uuid,
+      const std::vector<std::string>& ready_events) = 0;
+  // OK when `slot` of the session's ring exists on `device`.
+  virtual absl::Status CheckEventSlot(const std::string& session_id, int slot, int device) = 0;
+  // The session ended: drop its events once no queued work uses them.
+  virtual void ReleaseSession(const std::string& session_id) = 0;
 };
 
 std::unique_ptr<Backend> MakeHostBackend();
 
 struct CudaBackendOptions {
+  size_t max_event_slots = 64;            // per session
   int64_t workspace_bytes = 256ll << 20;  // preallocated per device
   size_t graph_cache_size = 0;            // captured graphs kept per device; 0: launch eagerly
 };

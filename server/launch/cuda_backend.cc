@@ -48,6 +48,62 @@ class IpcMapping : public Mapping {
   void* ptr_;
 };
 
+// A session's EVENT completion slots on one GPU: the client's ready events (opened here), the
+// daemon's done events (exported), and a status word per slot in mapped pinned memory, which
+// kernels write on the GPU and a host callback reads after them.
+class EventRing {
+ public:
+  ~EventRing() {
+    cudaSetDevice(device);
+    for (cudaEvent_t e : done) {
+      if (e != nullptr) {
+        cudaEventSynchronize(e);
+        cudaEventDestroy(e);
+      }
+    }
+    for (cudaEvent_t e : ready) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+    if (status_host != nullptr) cudaFreeHost(status_host);
+  }
+
+  // The first device error seen since the last call, for the session's next EVENT request.
+  absl::Status TakeError() {
+    absl::MutexLock lock(&mu);
+    absl::Status s = std::move(error);
+    error = absl::OkStatus();
+    return s;
+  }
+
+  int device = 0;
+  std::vector<cudaEvent_t> ready, done;
+  uint32_t* status_host = nullptr;  // mapped pinned memory, one word per slot
+  uint32_t* status_dev = nullptr;   // its device alias
+  absl::Mutex mu;
+  absl::Status error ABSL_GUARDED_BY(mu);
+};
+
+// What the host callback after an EVENT call needs; it owns one reference to the ring.
+struct SlotCheck {
+  std::shared_ptr<EventRing> ring;
+  int slot;
+  std::string op;
+};
+
+// Runs on a CUDA callback thread once the call's kernels finished: no CUDA calls here.
+void CheckSlot(void* arg) {
+  std::unique_ptr<SlotCheck> check(static_cast<SlotCheck*>(arg));
+  const uint32_t bits = reinterpret_cast<volatile uint32_t*>(check->ring->status_host)[check->slot];
+  if ((bits & kernels::kDeviceStatusBadCuSeqlens) != 0) {
+    absl::MutexLock lock(&check->ring->mu);
+    if (check->ring->error.ok()) {
+      check->ring->error = absl::FailedPreconditionError(
+          absl::StrCat("an earlier EVENT request (", check->op, ", slot ", check->slot,
+                       ") had malformed cu_seqlens; its outputs are invalid"));
+    }
+  }
+}
+
 struct DeviceState {
   int ordinal = 0;
   std::string uuid;
@@ -64,9 +120,18 @@ struct DeviceState {
 class CudaBackend : public Backend {
  public:
   ~CudaBackend() override {
+    // Finish every stream (their host callbacks included) before events and memory go.
     for (DeviceState& d : devices_) {
       cudaSetDevice(d.ordinal);
       if (d.stream != nullptr) cudaStreamSynchronize(d.stream);
+    }
+    {
+      absl::MutexLock lock(&rings_mu_);
+      rings_.clear();
+      retired_.clear();
+    }
+    for (DeviceState& d : devices_) {
+      cudaSetDevice(d.ordinal);
       d.graphs.reset();
       if (d.workspace != nullptr) cudaFree(d.workspace);
       if (d.status_word != nullptr) cudaFree(d.status_word);
@@ -75,6 +140,7 @@ class CudaBackend : public Backend {
   }
 
   absl::Status Init(const CudaBackendOptions& options) {
+    max_event_slots_ = options.max_event_slots;
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
@@ -183,10 +249,19 @@ class CudaBackend : public Backend {
     }
     DeviceState& d = devices_[call.device];
     CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal), "cudaSetDevice");
+    std::shared_ptr<EventRing> ring;
+    if (call.event_slot >= 0) {
+      ring = FindRing(call.session_id);
+      if (ring == nullptr || ring->device != d.ordinal ||
+          call.event_slot >= static_cast<int>(ring->ready.size())) {
+        return absl::FailedPreconditionError("the session's event ring changed under the request");
+      }
+      RETURN_IF_ERROR(ring->TakeError());
+    }
     LaunchContext ctx;
     ctx.cuda = true;
     ctx.stream = d.stream;
-    ctx.device_status = d.status_word;
+    ctx.device_status = ring != nullptr ? ring->status_dev + call.event_slot : d.status_word;
     if (call.has("workspace")) {
       ctx.workspace = call.tensor("workspace").data;
       ctx.workspace_bytes = static_cast<int64_t>(call.tensor("workspace").bytes);
@@ -205,10 +280,27 @@ class CudaBackend : public Backend {
       ctx.workspace_bytes = d.workspace_bytes;
     }
     auto enqueue = [&]() -> absl::Status {
-      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d.status_word, 0, sizeof(uint32_t), d.stream),
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ctx.device_status, 0, sizeof(uint32_t), d.stream),
                            "clearing the status word");
       return FromKernelStatus(call.op->launch(call, ctx));
     };
+    if (ring != nullptr) {
+      // EVENT: behind the client's producer, ahead of its consumer; no host wait.
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(d.stream, ring->ready[call.event_slot], 0),
+                           "waiting on the client's ready event");
+      absl::Status launched = d.graphs != nullptr
+                                  ? d.graphs->Run(GraphKey(call), d.stream, enqueue, &info->graph)
+                                  : enqueue();
+      CUDA_RETURN_IF_ERROR(cudaEventRecord(ring->done[call.event_slot], d.stream),
+                           "recording the done event");
+      RETURN_IF_ERROR(launched);
+      auto* check = new SlotCheck{ring, call.event_slot, call.op->name};
+      if (cudaError_t err = cudaLaunchHostFunc(d.stream, CheckSlot, check); err != cudaSuccess) {
+        delete check;
+        return CudaError(err, "cudaLaunchHostFunc");
+      }
+      return absl::OkStatus();
+    }
     absl::Status launched = d.graphs != nullptr
                                 ? d.graphs->Run(GraphKey(call), d.stream, enqueue, &info->graph)
                                 : enqueue();
@@ -227,7 +319,120 @@ class CudaBackend : public Backend {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<std::vector<std::string>> RegisterEvents(
+      const std::string& session_id, const std::string& gpu_uuid,
+      const std::vector<std::string>& ready_events) override {
+    if (ready_events.empty() || ready_events.size() > max_event_slots_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RegisterEvents: between 1 and ", max_event_slots_,
+                       " ready_events (--max_event_slots), got ", ready_events.size()));
+    }
+    const DeviceState* dev = nullptr;
+    for (const DeviceState& d : devices_) {
+      if (d.uuid == gpu_uuid) dev = &d;
+    }
+    if (dev == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no GPU with UUID \"", gpu_uuid, "\""));
+    }
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(dev->ordinal), "cudaSetDevice");
+    auto ring = std::make_shared<EventRing>();
+    ring->device = dev->ordinal;
+    const size_t slots = ready_events.size();
+    ring->ready.assign(slots, nullptr);
+    ring->done.assign(slots, nullptr);
+    std::vector<std::string> exported;
+    for (size_t i = 0; i < slots; ++i) {
+      if (ready_events[i].size() != sizeof(cudaIpcEventHandle_t)) {
+        return absl::InvalidArgumentError(absl::StrCat("RegisterEvents: ready_events[", i,
+                                                       "] must be ", sizeof(cudaIpcEventHandle_t),
+                                                       " bytes, got ", ready_events[i].size()));
+      }
+      cudaIpcEventHandle_t h;
+      std::memcpy(&h, ready_events[i].data(), sizeof(h));
+      if (cudaError_t err = cudaIpcOpenEventHandle(&ring->ready[i], h); err != cudaSuccess) {
+        (void)cudaGetLastError();
+        ring->ready[i] = nullptr;
+        spdlog::warn("cudaIpcOpenEventHandle: {}", cudaGetErrorString(err));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "RegisterEvents: cannot open ready_events[", i, "] (", cudaGetErrorString(err),
+            "): it must come from cudaIpcGetEventHandle of an event created with "
+            "cudaEventInterprocess | cudaEventDisableTiming, in a process running as the "
+            "daemon's user with the same /dev/shm"));
+      }
+      CUDA_RETURN_IF_ERROR(
+          cudaEventCreateWithFlags(&ring->done[i], cudaEventDisableTiming | cudaEventInterprocess),
+          "creating a done event");
+      cudaIpcEventHandle_t out;
+      CUDA_RETURN_IF_ERROR(cudaIpcGetEventHandle(&out, ring->done[i]), "exporting a done event");
+      exported.emplace_back(reinterpret_cast<const char*>(&out), sizeof(out));
+    }
+    CUDA_RETURN_IF_ERROR(cudaHostAlloc(reinterpret_cast<void**>(&ring->status_host),
+                                       slots * sizeof(uint32_t), cudaHostAllocMapped),
+                         "allocating status words");
+    std::memset(ring->status_host, 0, slots * sizeof(uint32_t));
+    CUDA_RETURN_IF_ERROR(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&ring->status_dev), ring->status_host, 0),
+        "mapping status words");
+    Retire(Replace(session_id, std::move(ring)));
+    return exported;
+  }
+
+  absl::Status CheckEventSlot(const std::string& session_id, int slot, int device) override {
+    std::shared_ptr<EventRing> ring = FindRing(session_id);
+    if (ring == nullptr) {
+      return absl::FailedPreconditionError(
+          "EVENT completion needs RegisterEvents first (a ring of interprocess events)");
+    }
+    if (slot < 0 || slot >= static_cast<int>(ring->ready.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("completion.slot must be < ", ring->ready.size(), ", got ", slot));
+    }
+    if (ring->device != device) {
+      return absl::InvalidArgumentError(
+          "the session's events are on another GPU than this call's tensors");
+    }
+    return absl::OkStatus();
+  }
+
+  void ReleaseSession(const std::string& session_id) override {
+    Retire(Replace(session_id, nullptr));
+  }
+
  private:
+  std::shared_ptr<EventRing> FindRing(const std::string& session_id) {
+    absl::MutexLock lock(&rings_mu_);
+    auto it = rings_.find(session_id);
+    return it == rings_.end() ? nullptr : it->second;
+  }
+
+  // Installs `ring` (or removes the session's with null) and returns the previous one.
+  std::shared_ptr<EventRing> Replace(const std::string& session_id,
+                                     std::shared_ptr<EventRing> ring) {
+    absl::MutexLock lock(&rings_mu_);
+    std::shared_ptr<EventRing> old;
+    auto it = rings_.find(session_id);
+    if (it != rings_.end()) old = std::move(it->second);
+    if (ring != nullptr) {
+      rings_[session_id] = std::move(ring);
+    } else if (it != rings_.end()) {
+      rings_.erase(it);
+    }
+    return old;
+  }
+
+  // A ring may still be referenced by a queued call or a pending host callback, and a host
+  // callback must never be the one to destroy it (no CUDA calls there): retired rings wait
+  // here until this object holds the last reference.
+  void Retire(std::shared_ptr<EventRing> ring) {
+    absl::MutexLock lock(&rings_mu_);
+    if (ring != nullptr) retired_.push_back(std::move(ring));
+    std::vector<std::shared_ptr<EventRing>> keep;
+    for (auto& r : retired_) {
+      if (r.use_count() > 1) keep.push_back(std::move(r));
+    }
+    retired_ = std::move(keep);  // the others are destroyed here, outside any callback
+  }
+
   // One open mapping per IPC handle, shared by every region registered on that allocation
   // (a process may open a handle only once).
   absl::StatusOr<std::shared_ptr<IpcMapping>> OpenHandle(const DeviceState& dev,
@@ -257,6 +462,10 @@ class CudaBackend : public Backend {
   }
 
   std::vector<DeviceState> devices_;
+  size_t max_event_slots_ = 64;
+  absl::Mutex rings_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<EventRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
+  std::vector<std::shared_ptr<EventRing>> retired_ ABSL_GUARDED_BY(rings_mu_);
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::weak_ptr<IpcMapping>> open_ ABSL_GUARDED_BY(mu_);
 };

@@ -117,6 +117,17 @@ class HostBackend : public Backend {
 
   void Describe(v1::Capabilities* caps) const override { caps->set_backend("host"); }
 
+  absl::StatusOr<std::vector<std::string>> RegisterEvents(
+      const std::string&, const std::string&, const std::vector<std::string>&) override {
+    return absl::FailedPreconditionError(
+        "EVENT completion orders CUDA streams: this daemon runs the host backend, use SYNC");
+  }
+  absl::Status CheckEventSlot(const std::string&, int, int) override {
+    return absl::FailedPreconditionError(
+        "EVENT completion needs the cuda backend; this daemon runs the host backend, use SYNC");
+  }
+  void ReleaseSession(const std::string&) override {}
+
   absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
     for (const auto& region : call.pins) {
       if (absl::Status s = region->range.mapping->Check(); !s.ok()) return s;

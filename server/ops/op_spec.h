@@ -64,6 +64,8 @@ struct BoundCall {
   absl::flat_hash_map<std::string, int64_t> dims;  // bound shape symbols (S, C, T, ...)
   std::vector<std::shared_ptr<const Region>> pins;
   int device = -1;  // CUDA ordinal of the tensors, -1 on the host backend
+  std::string session_id;
+  int event_slot = -1;  // EVENT completion: the slot of the session's ring; -1: SYNC
 
   const BoundTensor& tensor(const std::string& name) const;
   bool has(const std::string& name) const { return tensor(name).present; }

@@ -224,9 +224,8 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
     return fail(absl::UnimplementedError(
         absl::StrCat(name, " has no CUDA kernel in this build of cakegradd")));
   }
-  if (request->completion().mode() != v1::Completion::SYNC) {
-    return fail(
-        absl::UnimplementedError("Run: completion mode EVENT is not implemented yet; use SYNC"));
+  if (!v1::Completion::Mode_IsValid(request->completion().mode())) {
+    return fail(absl::InvalidArgumentError("Run: completion.mode must be SYNC or EVENT"));
   }
   BindOptions options;
   options.memory = ctx_.backend->memory();
@@ -235,6 +234,15 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
       Bind(*op, refl->GetMessage(*request, field), request->session_id(), *ctx_.regions, options);
   if (!bound.ok()) return fail(bound.status());
 
+  bound->session_id = request->session_id();
+  if (request->completion().mode() == v1::Completion::EVENT) {
+    const int slot = static_cast<int>(request->completion().slot());
+    if (absl::Status s = ctx_.backend->CheckEventSlot(request->session_id(), slot, bound->device);
+        !s.ok()) {
+      return fail(s);
+    }
+    bound->event_slot = slot;
+  }
   const int device = bound->device < 0 ? 0 : bound->device;
   Job job;
   job.session_id = request->session_id();
@@ -250,6 +258,22 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   };
   if (absl::Status s = (*ctx_.executors)[device]->Submit(std::move(job)); !s.ok()) return fail(s);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* CakegradService::RegisterEvents(grpc::CallbackServerContext* context,
+                                                          const v1::RegisterEventsRequest* request,
+                                                          v1::RegisterEventsResponse* response) {
+  return Answer(context, [&]() -> absl::Status {
+    RETURN_IF_ERROR(Ready());
+    RETURN_IF_ERROR(ctx_.sessions->Check(request->session_id()));
+    const std::vector<std::string> ready(request->ready_events().begin(),
+                                         request->ready_events().end());
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> done,
+        ctx_.backend->RegisterEvents(request->session_id(), request->gpu_uuid(), ready));
+    for (std::string& handle : done) response->add_done_events(std::move(handle));
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* CakegradService::GetWorkspaceSize(grpc::CallbackServerContext* context,

@@ -47,6 +47,9 @@ class CakegradService final : public v1::Cakegrad::CallbackService {
   grpc::ServerUnaryReactor* ListRegions(grpc::CallbackServerContext* context,
                                         const v1::ListRegionsRequest* request,
                                         v1::ListRegionsResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterEvents(grpc::CallbackServerContext* context,
+                                           const v1::RegisterEventsRequest* request,
+                                           v1::RegisterEventsResponse* response) override;
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
                                 v1::RunResponse* response) override;
   grpc::ServerUnaryReactor* GetWorkspaceSize(grpc::CallbackServerContext* context,

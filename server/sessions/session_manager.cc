@@ -50,6 +50,7 @@ bool SessionManager::Close(const std::string& session_id, bool notify) {
     sessions_.erase(it);
   }
   const size_t released = regions_->RemoveSession(session_id);
+  if (on_end_) on_end_(session_id);
   spdlog::info("session {} of \"{}\" closed, {} regions released", session_id.substr(0, 8),
                entry.client_name, released);
   if (notify && entry.on_close) entry.on_close();

@@ -18,8 +18,11 @@ namespace cakegrad::server {
 
 class SessionManager {
  public:
-  SessionManager(RegionRegistry* regions, size_t max_sessions)
-      : regions_(regions), max_sessions_(max_sessions) {}
+  // `on_end` runs for every session that ends, after its regions are released (the backend
+  // drops what else it holds for the session).
+  SessionManager(RegionRegistry* regions, size_t max_sessions,
+                 std::function<void(const std::string&)> on_end = nullptr)
+      : regions_(regions), max_sessions_(max_sessions), on_end_(std::move(on_end)) {}
 
   // `on_close` runs once when the session ends by any path other than the stream's own end
   // (e.g. CloseSession), so the stream can be finished.
@@ -43,6 +46,7 @@ class SessionManager {
   };
   RegionRegistry* const regions_;
   const size_t max_sessions_;
+  const std::function<void(const std::string&)> on_end_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
 };

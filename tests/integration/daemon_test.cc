@@ -274,17 +274,26 @@ TEST_F(DaemonTest, UnknownSessionIsNotFound) {
   EXPECT_EQ(run.status().code(), absl::StatusCode::kNotFound) << run.status();
 }
 
-TEST_F(DaemonTest, EventCompletionIsNotImplementedYet) {
+TEST_F(DaemonTest, EventCompletionNeedsTheCudaBackend) {
   Conv1dCall call(*client_);
   v1::RunRequest request;
   auto* m = request.mutable_conv1d_backward();
   *m->mutable_x() = ToProto(call.args.x);
+  *m->mutable_weight() = ToProto(call.args.weight);
+  *m->mutable_cu_seqlens() = ToProto(call.args.cu_seqlens);
+  *m->mutable_dy() = ToProto(call.args.dy);
+  *m->mutable_dx() = ToProto(call.args.dx);
+  *m->mutable_dweight() = ToProto(call.args.dweight);
+  ASSERT_TRUE(client_->Run(request).ok());
   request.mutable_completion()->set_mode(v1::Completion::EVENT);
   auto run = client_->Run(request);
-  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(run.status().message()), HasSubstr("EVENT"));
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition) << run.status();
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("cuda backend"));
+  request.mutable_completion()->set_mode(static_cast<v1::Completion::Mode>(9));
+  EXPECT_EQ(client_->Run(request).status().code(), absl::StatusCode::kInvalidArgument);
   v1::RunRequest empty;
   EXPECT_EQ(client_->Run(empty).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(client_->EnableEventCompletion(nullptr).code(), absl::StatusCode::kOk);
 }
 
 TEST_F(DaemonTest, UnregisterWhileInUseDefersTheUnmap) {

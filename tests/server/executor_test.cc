@@ -24,6 +24,14 @@ class RecordingBackend : public Backend {
   }
   void Describe(v1::Capabilities*) const override {}
   int num_devices() const override { return 1; }
+  absl::StatusOr<std::vector<std::string>> RegisterEvents(
+      const std::string&, const std::string&, const std::vector<std::string>&) override {
+    return absl::UnimplementedError("");
+  }
+  absl::Status CheckEventSlot(const std::string&, int, int) override {
+    return absl::UnimplementedError("");
+  }
+  void ReleaseSession(const std::string&) override {}
   absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
     if (order.empty()) release.WaitForNotification();
     order.push_back(call.dim("tag"));

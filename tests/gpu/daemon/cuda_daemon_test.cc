@@ -15,6 +15,7 @@
 #include "gpu/gpu_test_util.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
+#include "slow_producer.h"
 
 namespace cakegrad::testing {
 namespace {
@@ -455,6 +456,75 @@ TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
       {o, "o"},   {fs, "final_state"}, {dq, "dq"},     {dk, "dk"},        {dv, "dv"},
       {dg, "dg"}, {dbeta, "dbeta"},    {da, "dA_log"}, {ddt, "ddt_bias"}, {dh0, "dinitial_state"}};
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
+}
+
+TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {
+  const int64_t S = 1 << 16, C = 520, N = 3;
+  const std::vector<int64_t> cuts = {0, 1000, 40000, S};
+  DeviceArena served(512 << 20), direct(512 << 20);
+  served.Register(*client_);
+  const auto xs = RandomBf16(S * C), dys = RandomBf16(S * C);
+  const auto w = RandomFloat(C * 4, 0, 0.5);
+  DeviceBuffer<uint16_t> staging(xs);
+  Conv1dBackwardArgs a;
+  a.x = served.Alloc(DType::kBF16, {S, C});  // written only by the slow producer
+  a.weight = served.Put(DType::kFP32, {C, 4}, w);
+  a.cu_seqlens = served.Put(DType::kINT64, {N + 1}, cuts);
+  a.dy = served.Put(DType::kBF16, {S, C}, dys);
+  a.dx = served.Alloc(DType::kBF16, {S, C});
+  a.dweight = served.Alloc(DType::kFP32, {C, 4});
+
+  // The expected result, from the library on the final inputs.
+  const Tensor x1 = direct.Put(DType::kBF16, {S, C}, xs), w1 = direct.Put(DType::kFP32, {C, 4}, w),
+               cu1 = direct.Put(DType::kINT64, {N + 1}, cuts),
+               dy1 = direct.Put(DType::kBF16, {S, C}, dys),
+               dx1 = direct.Alloc(DType::kBF16, {S, C}), dw1 = direct.Alloc(DType::kFP32, {C, 4});
+  DeviceBuffer<uint8_t> ws(std::max<int64_t>(k::Conv1dBackwardWorkspaceBytes(S, C), 16));
+  k::Conv1dBwdParams p;
+  p.x = direct.ptr<uint16_t>(x1);
+  p.weight = direct.ptr<float>(w1);
+  p.cu_seqlens = direct.ptr<int64_t>(cu1);
+  p.seqlens_dtype = DType::kINT64;
+  p.dy = direct.ptr<uint16_t>(dy1);
+  p.dx = direct.ptr<uint16_t>(dx1);
+  p.dweight = direct.ptr<float>(dw1);
+  p.workspace = ws.get();
+  p.workspace_bytes = static_cast<int64_t>(ws.bytes());
+  p.S = S;
+  p.C = C;
+  p.num_docs = N;
+  ASSERT_TRUE(k::Conv1dBackwardCuda(p, stream_).ok());
+  CUDA_ASSERT_OK(cudaStreamSynchronize(stream_));
+
+  ASSERT_TRUE(client_->EnableEventCompletion(stream_, 4).ok());
+  for (int round = 0; round < 6; ++round) {
+    for (const Tensor* t : {&a.x, &a.dx, &a.dweight}) {
+      CUDA_ASSERT_OK(
+          cudaMemsetAsync(served.ptr<void>(*t), 0xFF, DeviceArena::ByteSize(*t), stream_));
+    }
+    CUDA_ASSERT_OK(SlowCopy(served.ptr<void>(a.x), staging.get(), staging.bytes(), 50, stream_));
+    auto run = client_->Conv1dBackward(a);
+    ASSERT_TRUE(run.ok()) << run.status();
+    // The reply came while the producer still runs: nobody waited on the host.
+    EXPECT_EQ(cudaStreamQuery(stream_), cudaErrorNotReady);
+    CUDA_ASSERT_OK(cudaStreamSynchronize(stream_));
+    ExpectSame(served, a.dx, direct, dx1, "dx behind a slow producer");
+    ExpectSame(served, a.dweight, direct, dw1, "dweight behind a slow producer");
+  }
+
+  // A malformed cu_seqlens found on the GPU fails the session's next EVENT request.
+  const std::vector<int64_t> bad = {0, 40000, 1000, S};
+  CUDA_ASSERT_OK(cudaMemcpyAsync(served.ptr<void>(a.cu_seqlens), bad.data(), 32,
+                                 cudaMemcpyHostToDevice, stream_));
+  ASSERT_TRUE(client_->Conv1dBackward(a).ok()) << "enqueued; the error is found on the GPU";
+  CUDA_ASSERT_OK(cudaStreamSynchronize(stream_));
+  CUDA_ASSERT_OK(cudaMemcpyAsync(served.ptr<void>(a.cu_seqlens), cuts.data(), 32,
+                                 cudaMemcpyHostToDevice, stream_));
+  auto next = client_->Conv1dBackward(a);
+  EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition) << next.status();
+  EXPECT_THAT(std::string(next.status().message()), HasSubstr("malformed cu_seqlens"));
+  EXPECT_TRUE(client_->Conv1dBackward(a).ok()) << "reported once";
+  CUDA_ASSERT_OK(cudaStreamSynchronize(stream_));
 }
 
 INSTANTIATE_TEST_SUITE_P(Launch, CudaDaemonTest, ::testing::Values(0, 8),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cakegrad/kernels/status.h"
 #include "cakegrad/kernels/tensor.h"
 #include "cakegrad/v1/service.grpc.pb.h"
 
@@ -136,8 +137,17 @@ class Client {
   absl::StatusOr<v1::RunResponse> KdaForward(const KdaForwardArgs& args);
   absl::StatusOr<v1::RunResponse> KdaBackward(const KdaBackwardArgs& args);
 
-  // Any operator request, as built by the caller; the session id is filled in here.
+  // Any operator request, as built by the caller; the session id (and, once event completion
+  // is on, the completion) is filled in here.
   absl::StatusOr<v1::RunResponse> Run(v1::RunRequest request);
+
+  // EVENT completion (cuda backend): creates `slots` interprocess events on the current CUDA
+  // device and registers them. From then on each call is ordered on `stream` without a host
+  // wait: the daemon waits for the work already enqueued on `stream`, and `stream` waits for
+  // the daemon's result; the reply comes as soon as the daemon has enqueued the work. The
+  // client must run as the daemon's user (interprocess events live in /dev/shm). Calls on one
+  // Client must not overlap in time. UNIMPLEMENTED in a build without CUDA.
+  absl::Status EnableEventCompletion(cudaStream_t stream, int slots = 16);
 
   // Ends the session (the daemon releases its regions). Called by the destructor.
   absl::Status Close();
@@ -152,6 +162,10 @@ class Client {
   std::unique_ptr<grpc::ClientContext> session_context_;
   std::thread session_reader_;
   bool closed_ = true;  // until a session is open
+  // EVENT completion: cudaEvent_t handles, kept opaque so this header needs no CUDA.
+  cudaStream_t event_stream_ = nullptr;
+  std::vector<void*> ready_events_, done_events_;
+  size_t next_slot_ = 0;
 };
 
 // "unix:///run/cakegrad/cakegrad.sock" unless $CAKEGRAD_ADDRESS says otherwise.
