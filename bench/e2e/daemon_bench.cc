@@ -38,6 +38,7 @@
 
 ABSL_FLAG(std::string, address, "", "daemon address (default $CAKEGRAD_ADDRESS or the socket)");
 ABSL_FLAG(int, iters, 2000, "latency: requests");
+ABSL_FLAG(bool, event, false, "latency: EVENT completion (cuda backend) instead of SYNC");
 ABSL_FLAG(std::string, clients, "1,4,16", "busy: client process counts");
 ABSL_FLAG(double, seconds, 5, "busy: seconds each client submits");
 ABSL_FLAG(int64_t, mhc_tokens, 4096, "busy: T of mhc_backward_finish");
@@ -138,13 +139,41 @@ int Latency(Client& client, bool cuda) {
   a.dy = arena.Add(DType::kBF16, {S, C});
   a.dx = arena.Add(DType::kBF16, {S, C});
   a.dweight = arena.Add(DType::kFP32, {C, 4});
-  std::vector<double> rtt, queue, compute;
+  std::vector<double> rtt, queue, compute, stream_us;
   const int iters = absl::GetFlag(FLAGS_iters);
+  const bool event = absl::GetFlag(FLAGS_event);
+#if defined(CAKEGRAD_WITH_CUDA)
+  // EVENT: the client's stream brackets each call with events; their distance is what the
+  // trainer's stream sees (the daemon's wait, its kernel and the cross-process signalling).
+  cudaStream_t stream = nullptr;
+  cudaEvent_t s0 = nullptr, s1 = nullptr;
+  if (event) {
+    if (!cuda) Die(absl::FailedPreconditionError("--event needs the cuda backend"));
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    cudaEventCreate(&s0);
+    cudaEventCreate(&s1);
+    if (absl::Status s = client.EnableEventCompletion(stream, 8); !s.ok()) Die(s);
+  }
+#else
+  if (event) Die(absl::UnimplementedError("--event needs a CUDA build"));
+#endif
   for (int i = 0; i < iters + 50; ++i) {
+#if defined(CAKEGRAD_WITH_CUDA)
+    if (event) cudaEventRecord(s0, stream);
+#endif
     const auto t0 = Clock::now();
     auto r = client.Conv1dBackward(a);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     if (!r.ok()) Die(r.status());
+#if defined(CAKEGRAD_WITH_CUDA)
+    if (event) {
+      cudaEventRecord(s1, stream);
+      cudaEventSynchronize(s1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, s0, s1);
+      if (i >= 50) stream_us.push_back(ms * 1e3);
+    }
+#endif
     if (i < 50) continue;  // warm-up
     rtt.push_back(us);
     queue.push_back(r->queue_us());
