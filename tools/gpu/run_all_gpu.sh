@@ -73,6 +73,7 @@ if ! skip 6; then
     {
       echo "== cuda_graphs=$graphs"
       timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock latency
+      timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock --event latency
       timeout 120 "$bin/cakegrad_daemon_bench" --address=unix://$sock busy --clients=1,4,16 \
         --seconds=5
     } >> "$LOG/daemon_bench.txt" 2>&1
