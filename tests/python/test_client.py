@@ -167,3 +167,25 @@ print("ok", float(y.astype(np.float32)[5, 0]))
     assert out.returncode == 0, out.stderr[-3000:]
     # y = silu(4 * 0.25) at a token with three predecessors in its document.
     assert abs(float(out.stdout.split()[1]) - 0.7311) < 1e-2
+
+
+def test_completion_mode_comes_from_the_environment(monkeypatch):
+    from cakegrad.client import completion_mode
+
+    monkeypatch.delenv("CAKEGRAD_COMPLETION", raising=False)
+    assert completion_mode() == "sync"
+    monkeypatch.setenv("CAKEGRAD_COMPLETION", " EVENT ")
+    assert completion_mode() == "event"
+    monkeypatch.setenv("CAKEGRAD_COMPLETION", "async")
+    with pytest.raises(ValueError, match="CAKEGRAD_COMPLETION must be sync or event"):
+        completion_mode()
+
+
+def test_event_ring_hands_out_each_slot_once():
+    from cakegrad.client import EventRing
+
+    ring = EventRing(ready=[object()] * 3, done=[object()] * 3)
+    slots = {ring.acquire() for _ in range(3)}
+    assert slots == {0, 1, 2}
+    ring.release(1)
+    assert ring.acquire() == 1

@@ -1,13 +1,18 @@
 """One operator call: arguments to TensorRefs, outputs allocated, the Run RPC, copies back.
 
-Where the package synchronizes (Completion SYNC, the only mode used today):
+Where the package synchronizes:
 
-* CUDA tensors: before sending the request, ``torch.cuda.current_stream(device)
-  .synchronize()`` on the device of the call's tensors, so that every input the trainer's
-  stream produced is in memory when the daemon reads it on its own stream (and every
-  earlier use of the outputs' memory has finished). The daemon replies after its GPU work
-  finished, so the outputs are ready when the function returns and nothing waits after.
-  That is one host-side stream synchronization per operator call.
+* CUDA tensors, SYNC completion (the default): before sending the request,
+  ``torch.cuda.current_stream(device).synchronize()`` on the device of the call's tensors,
+  so that every input the trainer's stream produced is in memory when the daemon reads it
+  on its own stream (and every earlier use of the outputs' memory has finished). The daemon
+  replies after its GPU work finished, so the outputs are ready when the function returns
+  and nothing waits after. That is one host-side stream synchronization per operator call.
+* CUDA tensors, EVENT completion (``CAKEGRAD_COMPLETION=event``; the trainer must run as
+  the daemon's user): no host synchronization. The call records a ready event on the current
+  stream, the daemon's stream waits on it, and the current stream waits on the daemon's done
+  event before anything queued after the call; the function returns once the daemon has
+  enqueued the work. If the daemon refuses event rings the package warns once and uses SYNC.
 * Host tensors: nothing to synchronize; the reply comes after the CPU work finished.
 
 Host-backend arguments that are not in the shared-memory pool are copied into it before
@@ -193,13 +198,31 @@ class Call:
         run = service_pb2.RunRequest(
             completion=service_pb2.Completion(mode=service_pb2.Completion.SYNC))
         getattr(run, field).CopyFrom(request)
+        ring = None
         if self.cuda:
             import torch
 
-            # SYNC completion: the daemon reads the inputs on its own stream as soon as the
-            # request arrives, so everything queued on the trainer's stream must be done.
-            torch.cuda.current_stream(self.device).synchronize()
-        response = self.client.run(run, self.operator)
+            from .client import completion_mode
+
+            stream = torch.cuda.current_stream(self.device)
+            if completion_mode() == "event":
+                ring = self.client.event_ring(self.device.index)
+            if ring is None:
+                # SYNC completion: the daemon reads the inputs on its own stream as soon as the
+                # request arrives, so everything queued on the trainer's stream must be done.
+                stream.synchronize()
+        if ring is None:
+            response = self.client.run(run, self.operator)
+        else:
+            slot = ring.acquire()
+            try:
+                ring.ready[slot].record(stream)
+                run.completion.mode = service_pb2.Completion.EVENT
+                run.completion.slot = slot
+                response = self.client.run(run, self.operator)
+                stream.wait_event(ring.done[slot])
+            finally:
+                ring.release(slot)
         for target, copy in self._copy_back:
             if _dtypes.is_torch_tensor(target):
                 with _no_grad():

@@ -40,6 +40,37 @@ except ImportError as exc:  # pragma: no cover - a checkout without generated co
 DEFAULT_SOCKET = "/run/cakegrad/cakegrad.sock"
 ADDRESS_ENV = "CAKEGRAD_ADDRESS"
 _CONNECT_TIMEOUT_S = float(os.environ.get("CAKEGRAD_CONNECT_TIMEOUT", "10"))
+# EVENT completion slots per device (CAKEGRAD_COMPLETION=event); calls beyond that wait.
+_EVENT_SLOTS = int(os.environ.get("CAKEGRAD_EVENT_SLOTS", "8"))
+
+
+def completion_mode() -> str:
+    """"sync" (the default) or "event", from CAKEGRAD_COMPLETION."""
+    mode = os.environ.get("CAKEGRAD_COMPLETION", "sync").strip().lower()
+    if mode not in ("sync", "event"):
+        raise ValueError(f"CAKEGRAD_COMPLETION must be sync or event, got {mode!r}")
+    return mode
+
+
+class EventRing:
+    """A session's EVENT completion slots on one CUDA device: the trainer's ready events (the
+    daemon's stream waits on them) and the daemon's done events (the trainer's stream waits
+    on them). A slot is taken for one call and given back once its reply arrived."""
+
+    def __init__(self, ready, done):
+        import queue
+
+        self.ready = ready
+        self.done = done
+        self._free = queue.SimpleQueue()
+        for slot in range(len(ready)):
+            self._free.put(slot)
+
+    def acquire(self) -> int:
+        return self._free.get()
+
+    def release(self, slot: int) -> None:
+        self._free.put(slot)
 
 
 def resolve_address(address: str | None = None) -> str:
@@ -108,6 +139,7 @@ class Client:
         self._host_regions: dict[str, int] = {}
         self._cuda_regions: dict[tuple, tuple[int, int, int, str]] = {}
         self._capabilities = None
+        self._event_rings: dict[int, EventRing | None] = {}
         connect_timeout = _CONNECT_TIMEOUT_S if connect_timeout is None else connect_timeout
 
         _probe_socket(self.target)
@@ -200,6 +232,7 @@ class Client:
             self._channel.close()
         self._host_regions.clear()
         self._cuda_regions.clear()
+        self._event_rings.clear()
 
     def __enter__(self) -> "Client":
         return self
@@ -295,6 +328,36 @@ class Client:
             self._cuda_regions[key] = (region, memory.region_start, memory.region_size,
                                        memory.gpu_uuid)
             return region, memory.region_start
+
+    def event_ring(self, index: int) -> EventRing | None:
+        """The EVENT completion ring on CUDA device `index`, registered on first use; None
+        (with a warning, once) when the daemon refuses it: the calls then use SYNC."""
+        with self._lock:
+            if index in self._event_rings:
+                return self._event_rings[index]
+            import warnings
+
+            import torch
+
+            from . import _cuda
+
+            with torch.cuda.device(index):
+                ready = [torch.cuda.Event(enable_timing=False, blocking=False, interprocess=True)
+                         for _ in range(_EVENT_SLOTS)]
+                handles = [bytes(e.ipc_handle()) for e in ready]
+            req = service_pb2.RegisterEventsRequest(
+                session_id=self.session_id, gpu_uuid=_cuda.gpu_uuid(index), ready_events=handles)
+            try:
+                done_handles = list(self._rpc("RegisterEvents", req).done_events)
+                done = [torch.cuda.Event.from_ipc_handle(index, h) for h in done_handles]
+            except RuntimeError as e:  # the daemon refused (a CakegradError), or torch did
+                warnings.warn(f"cakegrad: EVENT completion unavailable on cuda:{index} ({e}); "
+                              "using SYNC (one stream synchronization per call)")
+                self._event_rings[index] = None
+                return None
+            ring = EventRing(ready, done)
+            self._event_rings[index] = ring
+            return ring
 
     def _drop_overlapping(self, memory) -> None:
         """Unregisters cached regions whose address range the new allocation reuses: their

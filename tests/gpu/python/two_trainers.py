@@ -254,9 +254,16 @@ def main() -> int:
             os._exit(rc)  # no atexit: the daemon learns of the end from the dropped stream
         return rc
 
+    # Trainer 0 uses SYNC completion, trainer 1 EVENT completion (no host waits), unless the
+    # environment already chose one for both.
+    def env(rank: int) -> dict:
+        e = dict(os.environ)
+        e.setdefault("CAKEGRAD_COMPLETION", "event" if rank == 1 else "sync")
+        return e
+
     procs = [subprocess.Popen([sys.executable, __file__, "--address", args.address,
                                "--steps", str(args.steps), "--out", args.out,
-                               "--device", args.device, "--rank", str(r)])
+                               "--device", args.device, "--rank", str(r)], env=env(r))
              for r in (0, 1)]
     rcs = [p.wait() for p in procs]
     import cakegrad
