@@ -128,6 +128,14 @@ grpc::ServerUnaryReactor* CakegradService::RegisterRegion(grpc::CallbackServerCo
   return Answer(context, [&]() -> absl::Status {
     RETURN_IF_ERROR(Ready());
     RETURN_IF_ERROR(ctx_.sessions->Check(request->session_id()));
+    // Refuse an oversize region before mapping anything.
+    const uint64_t claimed =
+        request->has_host() ? request->host().byte_size() : request->cuda().byte_size();
+    if (claimed > ctx_.limits.max_region_bytes()) {
+      return absl::ResourceExhaustedError(absl::StrCat("region of ", claimed,
+                                                       " bytes exceeds --max_region_bytes (",
+                                                       ctx_.limits.max_region_bytes(), ")"));
+    }
     MappedRange range;
     RegionKind kind;
     switch (request->memory_case()) {
@@ -143,11 +151,6 @@ grpc::ServerUnaryReactor* CakegradService::RegisterRegion(grpc::CallbackServerCo
       }
       default:
         return absl::InvalidArgumentError("RegisterRegion: memory (cuda or host) is required");
-    }
-    if (range.size > ctx_.limits.max_region_bytes()) {
-      return absl::ResourceExhaustedError(absl::StrCat("region of ", range.size,
-                                                       " bytes exceeds --max_region_bytes (",
-                                                       ctx_.limits.max_region_bytes(), ")"));
     }
     ASSIGN_OR_RETURN(uint64_t id, ctx_.regions->Add(request->session_id(), request->label(), kind,
                                                     std::move(range)));

@@ -263,6 +263,20 @@ TEST_F(DaemonTest, RegisterRegionErrors) {
   EXPECT_EQ(Regions(), 0u);
 }
 
+TEST(DaemonLimits, OversizeRegionRefusedBeforeMapping) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start({"--max_region_bytes=4096"}).ok());
+  auto client = Client::Connect(daemon.address(), "limits");
+  ASSERT_TRUE(client.ok());
+  auto small = SharedMemoryBuffer::Create(4096);
+  auto big = SharedMemoryBuffer::Create(8192);
+  ASSERT_TRUE(small.ok() && big.ok());
+  EXPECT_TRUE((*client)->RegisterHostRegion(small->name(), 4096).ok());
+  auto refused = (*client)->RegisterHostRegion(big->name(), 8192);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--max_region_bytes (4096)"));
+}
+
 TEST_F(DaemonTest, UnknownSessionIsNotFound) {
   v1::RunRequest request;
   request.mutable_conv1d_forward();
