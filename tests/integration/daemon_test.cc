@@ -50,6 +50,20 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
+// Returns once a request holds `region` (ListRegions' in_flight count), so a test acts while
+// the request runs, not before it arrived.
+void WaitUntilInFlight(Client& client, uint64_t region) {
+  for (int i = 0; i < 2000; ++i) {
+    auto regions = client.ListRegions();
+    ASSERT_TRUE(regions.ok()) << regions.status();
+    for (const auto& r : *regions) {
+      if (r.region_id() == region && r.in_flight() > 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  FAIL() << "the request never started";
+}
+
 // Random document boundaries with empty documents mixed in.
 std::vector<int64_t> RandomCuts(int64_t S, int64_t docs) {
   std::uniform_int_distribution<int64_t> cut(0, S);
@@ -314,7 +328,7 @@ TEST_F(DaemonTest, UnregisterWhileInUseDefersTheUnmap) {
   Conv1dCall call(*client_, 1 << 17, 64);  // large enough that the host reference takes a while
   auto in_flight =
       std::async(std::launch::async, [&] { return client_->Conv1dBackward(call.args); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  WaitUntilInFlight(*client_, call.arena.region());
   EXPECT_TRUE(client_->UnregisterRegion(call.arena.region()).ok());
   auto result = in_flight.get();
   ASSERT_TRUE(result.ok()) << result.status();
@@ -403,7 +417,7 @@ TEST_F(DaemonTest, ShutdownFinishesInFlightWork) {
   Conv1dCall call(*client_, 1 << 17, 64);
   auto in_flight =
       std::async(std::launch::async, [&] { return client_->Conv1dBackward(call.args); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  WaitUntilInFlight(*client_, call.arena.region());
   kill(daemon_.pid(), SIGTERM);
   auto result = in_flight.get();
   EXPECT_TRUE(result.ok()) << result.status();
