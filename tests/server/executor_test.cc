@@ -33,11 +33,15 @@ class RecordingBackend : public Backend {
   }
   void ReleaseSession(const std::string&) override {}
   absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
-    if (order.empty()) release.WaitForNotification();
+    if (order.empty()) {
+      started.Notify();
+      release.WaitForNotification();
+    }
     order.push_back(call.dim("tag"));
     return call.dim("fail") ? absl::InvalidArgumentError("asked to fail") : absl::OkStatus();
   }
 
+  absl::Notification started;  // the first call is running
   absl::Notification release;
   std::vector<int64_t> order;  // only touched by the launcher thread until Drain()
 };
@@ -58,7 +62,7 @@ TEST(Executor, TakesTurnsBetweenSessions) {
   std::vector<absl::Status> results;
   Executor executor(&backend, 0, 100);
   ASSERT_TRUE(executor.Submit(MakeJob("busy", 0, &results)).ok());
-  absl::SleepFor(absl::Milliseconds(50));  // job 0 is now running and blocked
+  backend.started.WaitForNotification();  // job 0 is now running and blocked
   for (int i = 1; i <= 4; ++i) ASSERT_TRUE(executor.Submit(MakeJob("busy", i, &results)).ok());
   ASSERT_TRUE(executor.Submit(MakeJob("quiet", 100, &results)).ok());
   ASSERT_TRUE(executor.Submit(MakeJob("quiet", 101, &results, /*fail=*/true)).ok());
@@ -77,7 +81,7 @@ TEST(Executor, BoundedQueueAndDrain) {
   std::vector<absl::Status> results;
   Executor executor(&backend, 0, 2);
   ASSERT_TRUE(executor.Submit(MakeJob("a", 0, &results)).ok());
-  absl::SleepFor(absl::Milliseconds(50));
+  backend.started.WaitForNotification();
   ASSERT_TRUE(executor.Submit(MakeJob("a", 1, &results)).ok());
   ASSERT_TRUE(executor.Submit(MakeJob("b", 2, &results)).ok());
   absl::Status full = executor.Submit(MakeJob("c", 3, &results));
