@@ -83,16 +83,39 @@ class EventRing {
   absl::Status error ABSL_GUARDED_BY(mu);
 };
 
-// What the host callback after an EVENT call needs; it owns one reference to the ring.
+// Regions whose last in-flight EVENT call finished on the GPU. A host callback may not make
+// CUDA calls, and dropping the last reference to a region closes its IPC mapping, so the
+// callback parks the references here and a launcher or gRPC thread drops them.
+class Graveyard {
+ public:
+  void Add(std::vector<std::shared_ptr<const Region>> pins) {
+    absl::MutexLock lock(&mu_);
+    for (auto& p : pins) pins_.push_back(std::move(p));
+  }
+  std::vector<std::shared_ptr<const Region>> Take() {
+    absl::MutexLock lock(&mu_);
+    return std::move(pins_);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::shared_ptr<const Region>> pins_ ABSL_GUARDED_BY(mu_);
+};
+
+// What the host callback after an EVENT call needs: the ring (one reference) and the call's
+// regions, which must stay mapped until its kernels are done, not only until it is enqueued.
 struct SlotCheck {
   std::shared_ptr<EventRing> ring;
   int slot;
   std::string op;
+  std::vector<std::shared_ptr<const Region>> pins;
+  Graveyard* graveyard;
 };
 
 // Runs on a CUDA callback thread once the call's kernels finished: no CUDA calls here.
 void CheckSlot(void* arg) {
   std::unique_ptr<SlotCheck> check(static_cast<SlotCheck*>(arg));
+  check->graveyard->Add(std::move(check->pins));
   const uint32_t bits = reinterpret_cast<volatile uint32_t*>(check->ring->status_host)[check->slot];
   if ((bits & kernels::kDeviceStatusBadCuSeqlens) != 0) {
     absl::MutexLock lock(&check->ring->mu);
@@ -130,6 +153,7 @@ class CudaBackend : public Backend {
       rings_.clear();
       retired_.clear();
     }
+    graveyard_.Take();
     for (DeviceState& d : devices_) {
       cudaSetDevice(d.ordinal);
       d.graphs.reset();
@@ -249,6 +273,7 @@ class CudaBackend : public Backend {
     }
     DeviceState& d = devices_[call.device];
     CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal), "cudaSetDevice");
+    graveyard_.Take();  // regions of finished EVENT calls: unmapped here, if these were the last
     std::shared_ptr<EventRing> ring;
     if (call.event_slot >= 0) {
       ring = FindRing(call.session_id);
@@ -294,7 +319,7 @@ class CudaBackend : public Backend {
       CUDA_RETURN_IF_ERROR(cudaEventRecord(ring->done[call.event_slot], d.stream),
                            "recording the done event");
       RETURN_IF_ERROR(launched);
-      auto* check = new SlotCheck{ring, call.event_slot, call.op->name};
+      auto* check = new SlotCheck{ring, call.event_slot, call.op->name, call.pins, &graveyard_};
       if (cudaError_t err = cudaLaunchHostFunc(d.stream, CheckSlot, check); err != cudaSuccess) {
         delete check;
         return CudaError(err, "cudaLaunchHostFunc");
@@ -396,6 +421,7 @@ class CudaBackend : public Backend {
 
   void ReleaseSession(const std::string& session_id) override {
     Retire(Replace(session_id, nullptr));
+    graveyard_.Take();
   }
 
  private:
@@ -462,6 +488,7 @@ class CudaBackend : public Backend {
   }
 
   std::vector<DeviceState> devices_;
+  Graveyard graveyard_;
   size_t max_event_slots_ = 64;
   absl::Mutex rings_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<EventRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
