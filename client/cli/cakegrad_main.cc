@@ -86,7 +86,10 @@ int HoldRegions() {
     if (!id.ok()) return Fail(id.status());
     buffers.push_back(*std::move(buf));
   }
-  std::cout << "ready " << (*client)->session_id() << std::endl;
+  // "ready PID SESSION SHM...": what a test needs to kill this process and clean up after it.
+  std::cout << "ready " << getpid() << " " << (*client)->session_id();
+  for (const auto& b : buffers) std::cout << " " << b.name();
+  std::cout << std::endl;
   for (;;) pause();
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <future>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "cakegrad/kernels/conv1d.h"
@@ -370,26 +371,21 @@ TEST_F(DaemonTest, KilledClientsRegionsAreReleased) {
       std::string(CAKEGRAD_CLI_PATH) + " hold-regions --regions=3 --address=" + daemon_.address();
   FILE* child = popen(("exec " + cmd).c_str(), "r");
   ASSERT_NE(child, nullptr);
-  char line[256] = {};
+  char line[1024] = {};
   ASSERT_NE(fgets(line, sizeof(line), child), nullptr);
-  ASSERT_THAT(std::string(line), HasSubstr("ready"));
-  EXPECT_EQ(Regions(), 3u);
-  // popen ran the CLI through `exec`, so the shell's pid is the client's: find it via /proc.
-  const int fd = fileno(child);
+  std::istringstream ready(line);
+  std::string word, session;
   pid_t pid = -1;
-  for (int p = 2; p < 4194304 && pid < 0; ++p) {
-    char path[64], target[256];
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/1", p);
-    char self[64];
-    std::snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(path, target, sizeof(target) - 1);
-    char mine[256];
-    ssize_t m = readlink(self, mine, sizeof(mine) - 1);
-    if (n > 0 && m > 0 && n == m && std::memcmp(target, mine, n) == 0 && p != getpid()) pid = p;
-  }
+  ready >> word >> pid >> session;
+  ASSERT_EQ(word, "ready") << line;
+  std::vector<std::string> shm_names;
+  for (std::string name; ready >> name;) shm_names.push_back(name);
+  EXPECT_EQ(shm_names.size(), 3u);
+  EXPECT_EQ(Regions(), 3u);
   ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   pclose(child);
+  for (const std::string& name : shm_names) shm_unlink(name.c_str());  // the dead client's
   uint64_t regions = ~0ull;
   for (int i = 0; i < 100 && regions != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
