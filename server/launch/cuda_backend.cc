@@ -217,17 +217,7 @@ class CudaBackend : public Backend {
                                                      region.ipc_handle().size()));
     }
     if (region.byte_size() == 0) return absl::InvalidArgumentError("cuda.byte_size must be > 0");
-    const DeviceState* dev = nullptr;
-    std::vector<std::string> known;
-    for (const DeviceState& d : devices_) {
-      if (d.uuid == region.gpu_uuid()) dev = &d;
-      known.push_back(d.uuid);
-    }
-    if (dev == nullptr) {
-      return absl::NotFoundError(absl::StrCat("no GPU with UUID \"", region.gpu_uuid(),
-                                              "\" in this daemon; it serves ",
-                                              absl::StrJoin(known, ", ")));
-    }
+    ASSIGN_OR_RETURN(const DeviceState* dev, FindDevice(region.gpu_uuid()));
     // gRPC handler threads have no current context until one is set, and the driver call
     // below needs one even when the handle's mapping comes from the cache.
     CUDA_RETURN_IF_ERROR(cudaSetDevice(dev->ordinal), "cudaSetDevice");
@@ -352,13 +342,7 @@ class CudaBackend : public Backend {
           absl::StrCat("RegisterEvents: between 1 and ", max_event_slots_,
                        " ready_events (--max_event_slots), got ", ready_events.size()));
     }
-    const DeviceState* dev = nullptr;
-    for (const DeviceState& d : devices_) {
-      if (d.uuid == gpu_uuid) dev = &d;
-    }
-    if (dev == nullptr) {
-      return absl::NotFoundError(absl::StrCat("no GPU with UUID \"", gpu_uuid, "\""));
-    }
+    ASSIGN_OR_RETURN(const DeviceState* dev, FindDevice(gpu_uuid));
     CUDA_RETURN_IF_ERROR(cudaSetDevice(dev->ordinal), "cudaSetDevice");
     auto ring = std::make_shared<EventRing>();
     ring->device = dev->ordinal;
@@ -425,6 +409,17 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // The GPU a client names by UUID (ordinals differ between containers).
+  absl::StatusOr<const DeviceState*> FindDevice(const std::string& uuid) const {
+    std::vector<std::string> known;
+    for (const DeviceState& d : devices_) {
+      if (d.uuid == uuid) return &d;
+      known.push_back(d.uuid);
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "no GPU with UUID \"", uuid, "\" in this daemon; it serves ", absl::StrJoin(known, ", ")));
+  }
+
   std::shared_ptr<EventRing> FindRing(const std::string& session_id) {
     absl::MutexLock lock(&rings_mu_);
     auto it = rings_.find(session_id);
