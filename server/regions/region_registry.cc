@@ -24,6 +24,7 @@ absl::StatusOr<uint64_t> RegionRegistry::Add(const std::string& session_id, std:
   region->kind = kind;
   region->range = std::move(range);
   regions_[region->id] = region;
+  mapped_bytes_ += region->range.size;
   ++count;
   return region->id;
 }
@@ -41,6 +42,7 @@ absl::Status RegionRegistry::Remove(const std::string& session_id, uint64_t regi
           absl::StrCat("region ", region_id, " belongs to another session"));
     }
     doomed = std::move(it->second);
+    mapped_bytes_ -= doomed->range.size;
     regions_.erase(it);
     if (--per_session_[session_id] == 0) per_session_.erase(session_id);
   }
@@ -77,6 +79,7 @@ size_t RegionRegistry::RemoveSession(const std::string& session_id) {
     absl::MutexLock lock(&mu_);
     for (auto it = regions_.begin(); it != regions_.end();) {
       if (it->second->session_id == session_id) {
+        mapped_bytes_ -= it->second->range.size;
         doomed.push_back(std::move(it->second));
         regions_.erase(it++);
       } else {
@@ -95,9 +98,7 @@ size_t RegionRegistry::size() const {
 
 uint64_t RegionRegistry::mapped_bytes() const {
   absl::MutexLock lock(&mu_);
-  uint64_t total = 0;
-  for (const auto& [id, region] : regions_) total += region->range.size;
-  return total;
+  return mapped_bytes_;
 }
 
 }  // namespace cakegrad::server

@@ -46,6 +46,8 @@ class RegionRegistry {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<const Region>> regions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, uint64_t> per_session_ ABSL_GUARDED_BY(mu_);
+  // Kept as regions come and go: the metrics read it after every request.
+  uint64_t mapped_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cakegrad::server
