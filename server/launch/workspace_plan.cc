@@ -27,8 +27,7 @@ absl::StatusOr<int64_t> WorkspaceBytesForPlan(const std::string& plan) {
       return absl::InvalidArgumentError(
           absl::StrCat("--workspace_for: unknown operator \"", name, "\""));
     }
-    absl::flat_hash_map<std::string, int64_t> dims = {{"S", 0}, {"T", 0}, {"C", 0},
-                                                      {"H", 0}, {"B", 0}, {"N", 0}};
+    absl::flat_hash_map<std::string, int64_t> dims = WorkspaceDims(0, 0, 0, 0, 0);
     for (absl::string_view size : absl::StrSplit(op_and_sizes[1], ',', absl::SkipWhitespace())) {
       const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(size, '=');
       const std::string symbol(absl::StripAsciiWhitespace(kv.first));

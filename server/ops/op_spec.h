@@ -89,6 +89,15 @@ struct LaunchContext {
   uint32_t* device_status = nullptr;  // kernels::DeviceStatusBits, device memory
 };
 
+// The shape symbols a workspace query can name (S/T tokens, C channels, H heads, B batch,
+// N documents), as OpSpec::workspace_bytes reads them.
+inline absl::flat_hash_map<std::string, int64_t> WorkspaceDims(int64_t tokens, int64_t channels,
+                                                               int64_t heads, int64_t batch,
+                                                               int64_t num_docs) {
+  return {{"S", tokens}, {"T", tokens}, {"C", channels},
+          {"H", heads},  {"B", batch},  {"N", num_docs}};
+}
+
 struct OpSpec {
   std::string name;  // also the RunRequest oneof field ("conv1d_backward")
   std::vector<TensorSpec> tensors;

@@ -297,11 +297,9 @@ grpc::ServerUnaryReactor* CakegradService::GetWorkspaceSize(grpc::CallbackServer
       response->set_bytes(0);
       return absl::OkStatus();
     }
-    // Symbol names as the specs use them: S/T tokens, C channels, H heads, B batch, N docs.
-    const absl::flat_hash_map<std::string, int64_t> dims = {
-        {"S", request->tokens()}, {"T", request->tokens()}, {"C", request->channels()},
-        {"H", request->heads()},  {"B", request->batch()},  {"N", request->num_docs()}};
-    response->set_bytes(static_cast<uint64_t>(op->workspace_bytes(dims)));
+    response->set_bytes(static_cast<uint64_t>(
+        op->workspace_bytes(WorkspaceDims(request->tokens(), request->channels(), request->heads(),
+                                          request->batch(), request->num_docs()))));
     return absl::OkStatus();
   });
 }
