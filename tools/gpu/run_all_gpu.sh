@@ -10,9 +10,9 @@
 #      slowest and, for unchanged kernels, a repeat)
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
 # cut short by the device tool's limit still returns what finished); a summary prints at the end.
-# STEPS (python test) and SKIP (space-separated stage numbers to skip) tune it. All five stages
-# took more than the 10-minute limit of one device call on 2026-11-29: run them as two calls,
-# SKIP="3 5 6" then SKIP="1 2 4".
+# STEPS (python test), PYTHON_FIRST (below) and SKIP (space-separated stage numbers to skip)
+# tune it. All stages take more than one device call's 10 minutes: for unchanged kernels run
+# PYTHON_FIRST=1 SKIP="2 3 4"; after kernel changes, SKIP="1 5 6" (each fits one call).
 set -uo pipefail
 OUT=${OUT:-/tmp/cakegrad-out}
 LOG=/tmp/cakegrad-gpu-logs  # outside $OUT: only the summary and one archive come back
@@ -35,6 +35,22 @@ skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 
 gtest_line() { grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$1" | tr '\n' ' '; }
 
+# The Python stage is mostly CPU-side checking; PYTHON_FIRST=1 runs it in the background beside
+# stages 1 and 2 (correctness only) and waits for it before the timed stages 4 and 6.
+run_python() {
+  OUT="$LOG" STEPS=${STEPS:-20} timeout 480 bash tools/gpu/run_python_gpu.sh \
+    > "$LOG/python_gpu.log" 2>&1 &
+  py_pid=$!
+}
+wait_python() {
+  [ -n "${py_pid:-}" ] || return 0
+  wait "$py_pid"
+  note "python two trainers: rc=$? $(tail -1 "$LOG/python_gpu.log")"
+  py_pid=""
+}
+if ! skip 5 && [ "${PYTHON_FIRST:-0}" = 1 ]; then
+  run_python
+fi
 if ! skip 1; then
   "$bin/cakegrad_gpu_daemon_tests" > "$LOG/gpu_daemon_tests.log" 2>&1
   note "daemon (cuda backend, IPC): rc=$? $(gtest_line "$LOG/gpu_daemon_tests.log")"
@@ -46,6 +62,7 @@ if ! skip 2; then
     grep -E "FAILED|Failure" "$LOG/gpu_${f}_tests.log" | head -5 | tee -a "$summary"
   done
 fi
+[ "${PYTHON_FIRST:-0}" = 1 ] && wait_python
 if ! skip 4; then
   for f in conv1d mhc kda; do
     timeout 150 "$bin/cakegrad_${f}_bench" > "$LOG/bench_${f}.txt" 2>&1
@@ -57,10 +74,9 @@ if ! skip 4; then
     note "$py: rc=$?"
   done
 fi
-if ! skip 5; then
-  OUT="$LOG" STEPS=${STEPS:-20} timeout 480 bash tools/gpu/run_python_gpu.sh \
-    > "$LOG/python_gpu.log" 2>&1
-  note "python two trainers: rc=$? $(tail -1 "$LOG/python_gpu.log")"
+if ! skip 5 && [ "${PYTHON_FIRST:-0}" != 1 ]; then
+  run_python
+  wait_python
 fi
 if ! skip 6; then
   for graphs in 0 64; do

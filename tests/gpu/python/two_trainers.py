@@ -207,8 +207,10 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
             torch.cuda.synchronize()
         step_s = time.perf_counter() - t0
         cap["dX"] = X.grad
+        t1 = time.perf_counter()
         per_op = per_operator_errors(block, branch, X.detach(), cap["dY"], cu)
         ref_grads, ref_loss = reference_grads(block, branch, X.detach(), cu, target)
+        check_s = time.perf_counter() - t1
         named = list(block.named_parameters())
         e2e = {name: rel(p.grad, ref_grads[name]) for name, p in named}
         e2e["all"] = rel(torch.cat([p.grad.double().flatten().cpu() for _, p in named]),
@@ -218,7 +220,7 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
                 if not (e <= (E2E_TOL_ALL if k == "all" else E2E_TOL_EACH))]
         failures += bool(bad)
         record = {"rank": rank, "step": step, "loss": loss.item(), "ref_loss": ref_loss,
-                  "backward_s": step_s, "regions": len(client.list_regions()),
+                  "backward_s": step_s, "check_s": check_s, "regions": len(client.list_regions()),
                   "per_op": {k: [e, tol] for k, (e, tol) in per_op.items()}, "e2e": e2e,
                   "failed": bad}
         log.write(json.dumps(record) + "\n")
@@ -227,6 +229,7 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
         print(f"rank {rank} step {step:2d} loss {loss.item():.5f} (fp64 {ref_loss:.5f}) "
               f"regions {record['regions']} worst/tol {worst[0]} {worst[1][0]:.2e}/"
               f"{worst[1][1]:.0e} e2e all {e2e['all']:.2e} "
+              f"backward {step_s:.3f} s check {check_s:.1f} s "
               f"{'FAIL ' + ','.join(bad) if bad else 'ok'}", flush=True)
         opt.step()
     summary = {"rank": rank, "steps": steps, "failed_steps": failures, "preflight": preflight}
