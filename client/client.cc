@@ -147,12 +147,28 @@ absl::Status Client::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
 #if defined(CAKEGRAD_WITH_CUDA)
-  // Work ordered on these events may still be running: let it finish before they go.
-  if (event_stream_ != nullptr || !ready_events_.empty()) cudaStreamSynchronize(event_stream_);
-  for (void* e : ready_events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
-  for (void* e : done_events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
-  ready_events_.clear();
-  done_events_.clear();
+  // The daemon's kernels may still run on our regions: wait for each slot's done event (owned
+  // here, unlike the caller's stream, which may already be destroyed) before the session ends.
+  absl::Status event_status;
+  for (void* e : done_events_) {
+    if (cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(e));
+        err != cudaSuccess && event_status.ok()) {
+      event_status = absl::InternalError(
+          absl::StrCat("waiting for the daemon's work at close: ", cudaGetErrorString(err)));
+    }
+  }
+  for (std::vector<void*>* events : {&ready_events_, &done_events_}) {
+    for (void* e : *events) {
+      // Destroying an event still pending is legal: CUDA frees it once it completes.
+      if (cudaError_t err = cudaEventDestroy(static_cast<cudaEvent_t>(e));
+          err != cudaSuccess && event_status.ok()) {
+        event_status = absl::InternalError(
+            absl::StrCat("cudaEventDestroy at close: ", cudaGetErrorString(err)));
+      }
+    }
+    events->clear();
+  }
+  event_stream_ = nullptr;
 #endif
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(5));
@@ -162,6 +178,9 @@ absl::Status Client::Close() {
   const grpc::Status s = stub_->CloseSession(&ctx, request, &response);
   session_context_->TryCancel();
   if (session_reader_.joinable()) session_reader_.join();
+#if defined(CAKEGRAD_WITH_CUDA)
+  if (!event_status.ok()) return event_status;
+#endif
   return FromGrpc(s);
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/debugging/failure_signal_handler.h"
+#include "absl/debugging/symbolize.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -33,6 +35,9 @@ ABSL_FLAG(int, metrics_port, 0, "Prometheus /metrics HTTP port; 0 disables it");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1", "address the metrics endpoint binds");
 
 int main(int argc, char** argv) {
+  // A crash logs a symbolized stack trace to stderr (the journal / container log) before dying.
+  absl::InitializeSymbolizer(argv[0]);
+  absl::InstallFailureSignalHandler(absl::FailureSignalHandlerOptions());
   absl::SetProgramUsageMessage("cakegradd --socket=PATH [--backend=auto|cuda|host] ...");
   // --config is absl's --flagfile under the name the deployment files use.
   std::vector<std::string> args(argv, argv + argc);

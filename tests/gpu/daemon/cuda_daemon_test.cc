@@ -95,7 +95,10 @@ class CudaDaemonTest : public ::testing::TestWithParam<int> {
     ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
   }
   void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    client_.reset();
+    if (stream_ != nullptr) {
+      EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
+    }
   }
 
   // The same bytes the daemon wrote, computed here by the library into a second arena.
@@ -525,6 +528,13 @@ TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {
   EXPECT_THAT(std::string(next.status().message()), HasSubstr("malformed cu_seqlens"));
   EXPECT_TRUE(client_->Conv1dBackward(a).ok()) << "reported once";
   CUDA_ASSERT_OK(cudaStreamSynchronize(stream_));
+
+  // Closing must not touch the caller's stream, which may be gone by then (it crashed in
+  // cudaStreamSynchronize on the destroyed stream before 2026-11-29).
+  ASSERT_TRUE(client_->Conv1dBackward(a).ok());
+  CUDA_ASSERT_OK(cudaStreamDestroy(stream_));
+  stream_ = nullptr;
+  EXPECT_TRUE(client_->Close().ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Launch, CudaDaemonTest, ::testing::Values(0, 8),

@@ -146,10 +146,13 @@ class Client {
   // wait: the daemon waits for the work already enqueued on `stream`, and `stream` waits for
   // the daemon's result; the reply comes as soon as the daemon has enqueued the work. The
   // client must run as the daemon's user (interprocess events live in /dev/shm). Calls on one
-  // Client must not overlap in time. UNIMPLEMENTED in a build without CUDA.
+  // Client must not overlap in time. `stream` must stay valid while calls are made; Close() does
+  // not touch it. UNIMPLEMENTED in a build without CUDA.
   absl::Status EnableEventCompletion(cudaStream_t stream, int slots = 16);
 
-  // Ends the session (the daemon releases its regions). Called by the destructor.
+  // Ends the session (the daemon releases its regions). Called by the destructor. With EVENT
+  // completion it first waits for the daemon's enqueued work (its done events), so the regions
+  // are not released under a running kernel.
   absl::Status Close();
 
  private:
