@@ -3,17 +3,17 @@
 //
 // backward_finish runs as three ordinary launches on the caller's stream:
 //   1. MhcBwdTokenKernel: per token, dpre = X dU (a reduction over C), the Sinkhorn backward and
-//      the chain down to dz, dsq; one 64-float record per token in the workspace.
+//      the chain down to dz, dsq, in FP64; one 64-float record per token in the workspace.
 //   2. MhcBwdColumnsKernel: CTAs own (token chunk, 128-channel column block); each thread keeps
 //      fn and its dfn partial for two columns of one stream in registers while it walks the
 //      chunk's tokens, writes dX, and at the end its dfn partial to the workspace.
 //   3. MhcBwdReduceKernel: sums the chunk partials of dfn, and the token records of dscale and
-//      dbase, in a fixed order; adds them to the outputs under accumulate.
-// Nothing depends on the workspace's prior contents, the grid is a function of (T, C) only, and
-// there are no atomics, so the results are bitwise reproducible.
-#include "reference/mhc_layout.h"
+//      dbase (those two in FP64), in a fixed order; adds them to the outputs under accumulate.
+// Nothing depends on the workspace's prior contents, the grids are functions of (T, C,
+// sinkhorn_iters) only, and there are no atomics, so the results are bitwise reproducible.
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
+#include "reference/mhc_layout.h"
 
 namespace cakegrad::kernels {
 namespace mhc_cuda {
@@ -87,38 +87,60 @@ __global__ void __launch_bounds__(BwdPrepareTraits::kMaxThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// backward_finish, kernel 1: per-token scalars. One warp per token.
+// backward_finish, kernel 1: per-token scalars. One warp per token, in FP64 from dpre to the
+// record: dscale[g] = sum_t sum_{j in g} dl_j m_j cancels (each Sinkhorn row of dl sums to
+// zero, token terms have mixed signs), so its error is the per-term error times a condition
+// number that training inputs pushed past 1e4; an FP32 chain (2 iters - 1 steps) gave 1.8e-5
+// against the 1e-5 contract. The FP64 work is a few hundred DP instructions per token and one
+// conversion per dpre product, which hide under the X/dU stream.
 struct BwdTokenTraits {
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kChainLen = 2 * kMhcMaxSinkhornIters;  // softmax + 2 iters - 1 steps
-  static constexpr int kUnroll = 2;                           // 8-channel groups in flight
-  static_assert(kWarps * kChainLen * 16 * 4 <= 48 * 1024, "static shared memory limit");
+  static constexpr int kMaxWarps = 4;
+  static constexpr int kUnroll = 2;  // 8-channel groups in flight
+  // The Sinkhorn chain (input of every step, one double per matrix entry) lives in dynamic
+  // shared memory sized by sinkhorn_iters, kept within the 48 KiB that needs no opt-in.
+  static constexpr int kSmemLimit = 48 * 1024;
+  static constexpr int ChainBytesPerWarp(int iters) { return (2 * iters - 1) * 16 * 8; }
+  static constexpr int Warps(int iters) {
+    const int w = kSmemLimit / ChainBytesPerWarp(iters);
+    return w < kMaxWarps ? w : kMaxWarps;
+  }
 };
+static_assert(BwdTokenTraits::Warps(kMhcMaxSinkhornIters) >= 1, "one warp's chain fits");
+
+// The record keeps dz, dsq and dl as floats (what kernels 2 and 3 consume) and the three dscale
+// terms as doubles, so kernel 3 sums them over tokens without rounding each to FP32 first.
+constexpr int kRecDscaleD = lay::kRecDscale / 2;  // index in the record viewed as doubles
+static_assert(lay::kRecDscale % 2 == 0, "dscale doubles must be 8-byte aligned");
+static_assert(lay::kRecDscale + 2 * 3 <= lay::kTokenRecordFloats, "3 doubles fit the record");
+static_assert(lay::kRecDl + kLogits <= lay::kRecDscale, "dl floats precede the doubles");
+static_assert(lay::kTokenRecordFloats % 2 == 0, "records stay 8-byte aligned");
 
 // Sum over the 4-lane line of a 4x4 matrix held one entry per lane (lane & 15 = 4a + b): rows
 // (over b) combine lanes xor 1, 2; columns (over a) xor 4, 8. Each lane gets the same bits.
-__device__ __forceinline__ float LineSum(float v, bool rows) {
+__device__ __forceinline__ double LineSum(double v, bool rows) {
   const int o1 = rows ? 1 : 4, o2 = rows ? 2 : 8;
   v += __shfl_xor_sync(0xffffffffu, v, o1);
   v += __shfl_xor_sync(0xffffffffu, v, o2);
   return v;
 }
 
-__global__ void __launch_bounds__(BwdTokenTraits::kThreads)
+__device__ __forceinline__ double SigmoidD(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+__global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
     MhcBwdTokenKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dU,
                       const float* __restrict__ scale, const float* __restrict__ base,
                       const float* __restrict__ stats, const float* __restrict__ grad_stats,
-                      float* __restrict__ records, int64_t T, int64_t C, float hc_eps, int iters) {
+                      float* __restrict__ records, int64_t T, int64_t C, float hc_eps_f,
+                      int iters) {
   using Tr = BwdTokenTraits;
-  __shared__ float chain_s[Tr::kWarps][Tr::kChainLen][16];
-  __shared__ float dl_s[Tr::kWarps][32];
+  extern __shared__ double chain_s[];  // [warps][2 iters - 1][16]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * Tr::kWarps + warp;
+  const int steps = 2 * iters - 1;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp;
   if (t >= T) return;  // whole warps only: no block-wide barrier follows
 
-  // dpre_a = sum_c dU[t, c] X[t, a, c].
-  float dpre[4] = {0.f, 0.f, 0.f, 0.f};
+  // dpre_a = sum_c dU[t, c] X[t, a, c]. A BF16 x BF16 product is exact in FP32; the sum is FP64.
+  double dpre[4] = {0.0, 0.0, 0.0, 0.0};
   for (int64_t c0 = 8 * lane; c0 < C; c0 += 8 * 32 * Tr::kUnroll) {
     uint4 xr[Tr::kUnroll][4], ur[Tr::kUnroll];
 #pragma unroll
@@ -140,7 +162,7 @@ __global__ void __launch_bounds__(BwdTokenTraits::kThreads)
       for (int a = 0; a < 4; ++a) {
         Unpack8(xr[u][a], xf);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) dpre[a] = fmaf(uf[e], xf[e], dpre[a]);
+        for (int e = 0; e < 8; ++e) dpre[a] += static_cast<double>(uf[e] * xf[e]);
       }
     }
   }
@@ -152,79 +174,81 @@ __global__ void __launch_bounds__(BwdTokenTraits::kThreads)
 
   const float* st = stats + t * kMhcStatsWidth;
   const float* gs = grad_stats + t * kMhcGradStatsWidth;
-  const float r = st[24];
+  const double r = st[24];
+  const double hc_eps = hc_eps_f;
 
   // Sinkhorn backward, one matrix entry per lane (lanes 16..31 mirror 0..15 and are discarded).
   const int idx = lane & 15;
-  const float L = st[8 + idx] * scale[2] + base[8 + idx];
-  float soft, p;
+  const double L = static_cast<double>(st[8 + idx]) * scale[2] + base[8 + idx];
+  double soft, p;
   {
-    const float mx =
-        fmaxf(fmaxf(L, __shfl_xor_sync(0xffffffffu, L, 1)),
-              fmaxf(__shfl_xor_sync(0xffffffffu, L, 2), __shfl_xor_sync(0xffffffffu, L, 3)));
-    const float e = expf(L - mx);
+    const double mx =
+        fmax(fmax(L, __shfl_xor_sync(0xffffffffu, L, 1)),
+             fmax(__shfl_xor_sync(0xffffffffu, L, 2), __shfl_xor_sync(0xffffffffu, L, 3)));
+    const double e = exp(L - mx);
     soft = e / LineSum(e, true);
     p = soft + hc_eps;
   }
-  const int steps = 2 * iters - 1;
-  float(*chain)[16] = chain_s[warp];
+  double* chain = chain_s + static_cast<int64_t>(warp) * steps * 16;
   for (int s = 0; s < steps; ++s) {
-    if (lane < 16) chain[s][idx] = p;  // input of step s
+    if (lane < 16) chain[16 * s + idx] = p;  // input of step s
     p = p / (LineSum(p, (s & 1) != 0) + hc_eps);
   }
   __syncwarp();
-  float gr = gs[4 + idx];  // dR
-  float y = p;             // output of the current step
+  double gr = gs[4 + idx];  // dR
+  double y = p;             // output of the current step
   for (int s = steps - 1; s >= 0; --s) {
     const bool rows = (s & 1) != 0;
-    const float in = chain[s][idx];
-    const float dot = LineSum(gr * y, rows);
+    const double in = chain[16 * s + idx];
+    const double dot = LineSum(gr * y, rows);
     gr = (gr - dot) / (LineSum(in, rows) + hc_eps);
     y = in;
   }
-  const float dL = soft * (gr - LineSum(gr * soft, true));
+  const double dL = soft * (gr - LineSum(gr * soft, true));
 
-  // dl for all 24 logits in lanes 0..23.
-  if (lane < 16) dl_s[warp][8 + idx] = dL;
-  __syncwarp();
-  float dl = 0.0f, m = 0.0f;
+  // dl for all 24 logits in lanes 0..23; lane 8 + k takes dL of entry k from lane k.
+  const double dL_k = __shfl_sync(0xffffffffu, dL, (lane + 24) & 31);
+  double dl = 0.0, m = 0.0;
   if (lane < kLogits) {
     m = st[lane];
     if (lane < 8) {
-      const float l = m * scale[lane / 4] + base[lane];
-      const float sg = Sigmoid(l);
-      dl = lane < 4 ? dpre[lane] * sg * (1.0f - sg) : gs[lane - 4] * 2.0f * sg * (1.0f - sg);
+      const double l = m * scale[lane / 4] + base[lane];
+      const double sg = SigmoidD(l);
+      dl = lane < 4 ? dpre[lane] * sg * (1.0 - sg) : gs[lane - 4] * 2.0 * sg * (1.0 - sg);
     } else {
-      dl = dl_s[warp][lane];
+      dl = dL_k;
     }
   }
-  const float sc = lane < kLogits ? scale[Group(lane)] : 0.0f;
-  const float dm = dl * sc;
-  const float dz = dm * r;
-  float dr = lane < kLogits ? dm * (m / r) : 0.0f;
+  const double sc = lane < kLogits ? scale[Group(lane)] : 0.0;
+  const double dm = dl * sc;
+  const double dz = dm * r;
+  double dr = lane < kLogits ? dm * (m / r) : 0.0;
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) dr += __shfl_xor_sync(0xffffffffu, dr, off);
   // dscale terms: groups are lanes [0,4), [4,8), [8,24); butterfly sums within each group.
-  float dsm = dl * m;
-  float g0 = dsm + __shfl_xor_sync(0xffffffffu, dsm, 1);
+  const double dsm = dl * m;
+  double g0 = dsm + __shfl_xor_sync(0xffffffffu, dsm, 1);
   g0 += __shfl_xor_sync(0xffffffffu, g0, 2);  // lanes 0..3: group 0; 4..7: group 1
-  float g2 = (lane >= 8 && lane < kLogits) ? dsm : 0.0f;
+  double g2 = (lane >= 8 && lane < kLogits) ? dsm : 0.0;
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) g2 += __shfl_xor_sync(0xffffffffu, g2, off);
+  const double g0_0 = __shfl_sync(0xffffffffu, g0, 0);  // every lane shuffles
+  const double g0_4 = __shfl_sync(0xffffffffu, g0, 4);
 
   float* rec = records + t * lay::kTokenRecordFloats;
-  // Lane k writes record entries k and 32 + k: [0,24) dz, 24 dsq, [32,56) dl, [56,59) dscale.
-  float lo = 0.0f, hi = 0.0f;
-  if (lane < kLogits) lo = dz;
-  if (lane == lay::kRecDsq) lo = -0.5f * dr * r * r * r / static_cast<float>(4 * C);
-  if (lane < kLogits) hi = dl;
-  const float g0_0 = __shfl_sync(0xffffffffu, g0, 0);  // every lane shuffles
-  const float g0_4 = __shfl_sync(0xffffffffu, g0, 4);
-  if (lane == lay::kRecDscale - 32) hi = g0_0;
-  if (lane == lay::kRecDscale - 32 + 1) hi = g0_4;
-  if (lane == lay::kRecDscale - 32 + 2) hi = g2;
+  // Lane k writes float k ([0,24) dz, 24 dsq, the rest zero) and, for k < 24, float 32 + k
+  // (dl); lanes 24..26 write the dscale doubles.
+  float lo = 0.0f;
+  if (lane < kLogits) lo = static_cast<float>(dz);
+  if (lane == lay::kRecDsq) {
+    lo = static_cast<float>(-0.5 * dr * r * r * r / static_cast<double>(4 * C));
+  }
   rec[lane] = lo;
-  rec[32 + lane] = hi;
+  if (lane < kLogits) rec[lay::kRecDl + lane] = static_cast<float>(dl);
+  double* rec_d = reinterpret_cast<double*>(rec);
+  if (lane == kLogits) rec_d[kRecDscaleD] = g0_0;
+  if (lane == kLogits + 1) rec_d[kRecDscaleD + 1] = g0_4;
+  if (lane == kLogits + 2) rec_d[kRecDscaleD + 2] = g2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -424,11 +448,17 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
     *out = s;
     return;
   }
-  __shared__ float red[Tr::kThreads];
+  // dbase and dscale: FP64 over tokens (dscale cancels; see kernel 1), rounded once to FP32.
+  __shared__ double red[Tr::kThreads];
   const int which = static_cast<int>(blockIdx.x - dfn_blocks);  // 0..23 dbase, 24..26 dscale
-  const int field = which < kLogits ? lay::kRecDl + which : lay::kRecDscale + (which - kLogits);
-  float s = 0.0f;
-  for (int64_t t = tid; t < T; t += Tr::kThreads) s += records[t * lay::kTokenRecordFloats + field];
+  double s = 0.0;
+  if (which < kLogits) {
+    const float* col = records + lay::kRecDl + which;
+    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * lay::kTokenRecordFloats];
+  } else {
+    const double* col = reinterpret_cast<const double*>(records) + kRecDscaleD + (which - kLogits);
+    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * (lay::kTokenRecordFloats / 2)];
+  }
   red[tid] = s;
   __syncthreads();
 #pragma unroll
@@ -438,7 +468,9 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   }
   if (tid == 0) {
     float* out = which < kLogits ? dbase + which : dscale + (which - kLogits);
-    *out = accumulate ? *out + red[0] : red[0];
+    // Under accumulate the FP32 sum is added in FP32, like dfn's.
+    const float v = static_cast<float>(red[0]);
+    *out = accumulate ? *out + v : v;
   }
 }
 
@@ -505,8 +537,10 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
   const int64_t chunks = lay::BwdFinishChunks(p.T, p.C);
 
   using TokTr = mhc_cuda::BwdTokenTraits;
-  const int64_t tok_blocks = (p.T + TokTr::kWarps - 1) / TokTr::kWarps;
-  mhc_cuda::MhcBwdTokenKernel<<<static_cast<unsigned>(tok_blocks), TokTr::kThreads, 0, stream>>>(
+  const int tok_warps = TokTr::Warps(p.sinkhorn_iters);  // a function of the options only
+  const int64_t tok_blocks = (p.T + tok_warps - 1) / tok_warps;
+  mhc_cuda::MhcBwdTokenKernel<<<static_cast<unsigned>(tok_blocks), 32 * tok_warps,
+                                tok_warps * TokTr::ChainBytesPerWarp(p.sinkhorn_iters), stream>>>(
       p.X, p.dU, p.scale, p.base, p.stats, p.grad_stats, records, p.T, p.C, p.hc_eps,
       p.sinkhorn_iters);
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
