@@ -1,15 +1,20 @@
 // What the daemon adds on top of the kernels, measured as a client sees it.
 //
-//   cakegrad_daemon_bench --address=unix:///run/cakegrad/cakegrad.sock latency
+//   cakegrad_daemon_bench --address=unix:///run/cakegrad/cakegrad.sock latency [--event]
 //     conv1d backward (S=2048, C=1024) submitted back to back: client round-trip p50/p99, the
-//     daemon's own queue and compute times, and the kernel alone called in this process
+//     daemon's own queue, compute and GPU times, and the kernel alone called in this process
 //     (CUDA events on the cuda backend, wall clock of the reference on the host backend).
+//     --event: EVENT completion. The client's stream first runs a 3 ms spin kernel, as a
+//     trainer's host runs ahead of its GPU; events bracketing the call on that stream then
+//     measure what the call costs the stream: the daemon's wait on the ready event, its
+//     kernel, and the done event's signal back. The host round trip is printed beside it.
 //   cakegrad_daemon_bench --address=... busy --clients=1,4,16 --seconds=5
-//     K client processes submit mHC backward_finish (T=4096, C=4096) back to back; prints the
-//     fraction of wall time the daemon spent computing (sum of compute_us / wall / devices).
+//     K client processes set up, then submit mHC backward_finish (T=4096, C=4096) back to back
+//     (SYNC) over the same wall-clock window; prints the GPU's busy fraction of that window:
+//     the sum of the daemon's per-call GPU times (CUDA events) / window / devices.
 //
-// Completion is SYNC (the only mode today). Memory is CUDA (IPC) or POSIX shm by the daemon's
-// backend. Prints a table; results are kept in bench/results/.
+// Memory is CUDA (IPC) or POSIX shm by the daemon's backend. Prints a table; results are kept
+// in bench/results/.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +26,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -34,6 +40,8 @@
 
 #if defined(CAKEGRAD_WITH_CUDA)
 #include <cuda_runtime.h>
+
+#include "e2e/spin.h"
 #endif
 
 ABSL_FLAG(std::string, address, "", "daemon address (default $CAKEGRAD_ADDRESS or the socket)");
@@ -43,6 +51,7 @@ ABSL_FLAG(std::string, clients, "1,4,16", "busy: client process counts");
 ABSL_FLAG(double, seconds, 5, "busy: seconds each client submits");
 ABSL_FLAG(int64_t, mhc_tokens, 4096, "busy: T of mhc_backward_finish");
 ABSL_FLAG(std::string, role, "", "internal: worker");
+ABSL_FLAG(int64_t, start_at_us, 0, "internal: the worker's start, microseconds since the epoch");
 
 extern char** environ;
 
@@ -59,13 +68,21 @@ using Clock = std::chrono::steady_clock;
   std::exit(1);
 }
 
+#if defined(CAKEGRAD_WITH_CUDA)
+void CudaCheck(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    Die(absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err))));
+}
+#define BENCH_CUDA(expr) CudaCheck((expr), #expr)
+#endif
+
 // One registered buffer holding all tensors of a call, in GPU or shared memory.
 class Arena {
  public:
   Arena(Client& client, bool cuda, uint64_t bytes) : cuda_(cuda), bytes_(bytes) {
     if (cuda_) {
 #if defined(CAKEGRAD_WITH_CUDA)
-      if (cudaMalloc(&base_, bytes) != cudaSuccess) Die(absl::InternalError("cudaMalloc"));
+      BENCH_CUDA(cudaMalloc(&base_, bytes));
       auto id = client.RegisterCudaBuffer(base_, bytes, "bench");
       if (!id.ok()) Die(id.status());
       region_ = *id;
@@ -84,7 +101,7 @@ class Arena {
   }
   ~Arena() {
 #if defined(CAKEGRAD_WITH_CUDA)
-    if (cuda_) cudaFree(base_);
+    if (cuda_) BENCH_CUDA(cudaFree(base_));
 #endif
   }
   // Random (never zero) contents: timings on zeros flatter the hardware.
@@ -105,7 +122,7 @@ class Arena {
   void Copy(const Tensor& t, const void* src, uint64_t size) {
 #if defined(CAKEGRAD_WITH_CUDA)
     if (cuda_) {
-      cudaMemcpy(ptr(t), src, size, cudaMemcpyHostToDevice);
+      BENCH_CUDA(cudaMemcpy(ptr(t), src, size, cudaMemcpyHostToDevice));
       return;
     }
 #endif
@@ -139,19 +156,19 @@ int Latency(Client& client, bool cuda) {
   a.dy = arena.Add(DType::kBF16, {S, C});
   a.dx = arena.Add(DType::kBF16, {S, C});
   a.dweight = arena.Add(DType::kFP32, {C, 4});
-  std::vector<double> rtt, queue, compute, stream_us;
+  std::vector<double> rtt, queue, compute, gpu, stream_us;
+  int late_replies = 0;  // EVENT: replies that came after the stream had caught up
   const int iters = absl::GetFlag(FLAGS_iters);
   const bool event = absl::GetFlag(FLAGS_event);
+  constexpr int kSpinUs = 3000;
 #if defined(CAKEGRAD_WITH_CUDA)
-  // EVENT: the client's stream brackets each call with events; their distance is what the
-  // trainer's stream sees (the daemon's wait, its kernel and the cross-process signalling).
   cudaStream_t stream = nullptr;
   cudaEvent_t s0 = nullptr, s1 = nullptr;
   if (event) {
     if (!cuda) Die(absl::FailedPreconditionError("--event needs the cuda backend"));
-    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    cudaEventCreate(&s0);
-    cudaEventCreate(&s1);
+    BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    BENCH_CUDA(cudaEventCreate(&s0));
+    BENCH_CUDA(cudaEventCreate(&s1));
     if (absl::Status s = client.EnableEventCompletion(stream, 8); !s.ok()) Die(s);
   }
 #else
@@ -159,7 +176,10 @@ int Latency(Client& client, bool cuda) {
 #endif
   for (int i = 0; i < iters + 50; ++i) {
 #if defined(CAKEGRAD_WITH_CUDA)
-    if (event) cudaEventRecord(s0, stream);
+    if (event) {
+      BENCH_CUDA(cakegrad::bench::SpinOnStream(stream, kSpinUs));
+      BENCH_CUDA(cudaEventRecord(s0, stream));
+    }
 #endif
     const auto t0 = Clock::now();
     auto r = client.Conv1dBackward(a);
@@ -167,17 +187,21 @@ int Latency(Client& client, bool cuda) {
     if (!r.ok()) Die(r.status());
 #if defined(CAKEGRAD_WITH_CUDA)
     if (event) {
-      cudaEventRecord(s1, stream);
-      cudaEventSynchronize(s1);
+      BENCH_CUDA(cudaEventRecord(s1, stream));
+      BENCH_CUDA(cudaEventSynchronize(s1));
       float ms = 0;
-      cudaEventElapsedTime(&ms, s0, s1);
-      if (i >= 50) stream_us.push_back(ms * 1e3);
+      BENCH_CUDA(cudaEventElapsedTime(&ms, s0, s1));
+      if (i >= 50) {
+        stream_us.push_back(ms * 1e3);
+        late_replies += us > kSpinUs;
+      }
     }
 #endif
     if (i < 50) continue;  // warm-up
     rtt.push_back(us);
     queue.push_back(r->queue_us());
     compute.push_back(r->compute_us());
+    gpu.push_back(r->gpu_us());
   }
   // The kernel alone, in this process, on the same memory.
   k::Conv1dBwdParams p;
@@ -195,22 +219,22 @@ int Latency(Client& client, bool cuda) {
   void* ws = nullptr;
   cudaEvent_t e0, e1;
   if (cuda) {
-    cudaMalloc(&ws, std::max<int64_t>(k::Conv1dBackwardWorkspaceBytes(S, C), 16));
+    BENCH_CUDA(cudaMalloc(&ws, std::max<int64_t>(k::Conv1dBackwardWorkspaceBytes(S, C), 16)));
     p.workspace = ws;
     p.workspace_bytes = k::Conv1dBackwardWorkspaceBytes(S, C);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
+    BENCH_CUDA(cudaEventCreate(&e0));
+    BENCH_CUDA(cudaEventCreate(&e1));
   }
 #endif
   for (int i = 0; i < 200; ++i) {
 #if defined(CAKEGRAD_WITH_CUDA)
     if (cuda) {
-      cudaEventRecord(e0);
+      BENCH_CUDA(cudaEventRecord(e0));
       if (!k::Conv1dBackwardCuda(p, nullptr).ok()) Die(absl::InternalError("kernel"));
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
+      BENCH_CUDA(cudaEventRecord(e1));
+      BENCH_CUDA(cudaEventSynchronize(e1));
       float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
+      BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
       kernel.push_back(ms * 1e3);
       continue;
     }
@@ -226,14 +250,22 @@ int Latency(Client& client, bool cuda) {
   std::printf("| measure | p50 us | p99 us |\n|---|---|---|\n");
   std::printf("| client round trip | %.1f | %.1f |\n", Percentile(rtt, 0.5), Percentile(rtt, 0.99));
   std::printf("| daemon queue | %.1f | %.1f |\n", Percentile(queue, 0.5), Percentile(queue, 0.99));
-  std::printf("| daemon compute (launch + wait) | %.1f | %.1f |\n", Percentile(compute, 0.5),
+  std::printf("| daemon compute (launch to completion) | %.1f | %.1f |\n", Percentile(compute, 0.5),
               Percentile(compute, 0.99));
+  if (!event) {
+    std::printf("| daemon GPU time (CUDA events) | %.1f | %.1f |\n", Percentile(gpu, 0.5),
+                Percentile(gpu, 0.99));
+  }
   std::printf("| kernel alone, in process | %.1f | %.1f |\n", k50, Percentile(kernel, 0.99));
   if (event) {
-    std::printf("| client stream, call bracketed by events | %.1f | %.1f |\n",
-                Percentile(stream_us, 0.5), Percentile(stream_us, 0.99));
-    std::printf("| added by the daemon (stream - kernel) | %.1f | %.1f |\n",
+    std::printf(
+        "| client stream, call bracketed by events (host ahead by a %d us spin) | %.1f "
+        "| %.1f |\n",
+        kSpinUs, Percentile(stream_us, 0.5), Percentile(stream_us, 0.99));
+    std::printf("| added to the stream by the daemon (stream - kernel) | %.1f | %.1f |\n",
                 Percentile(stream_us, 0.5) - k50, Percentile(stream_us, 0.99) - k50);
+    std::printf("replies later than the spin (their stream time includes host time): %d of %d\n",
+                late_replies, iters);
   } else {
     std::printf("| added by the daemon (round trip - kernel) | %.1f | %.1f |\n",
                 Percentile(rtt, 0.5) - k50, Percentile(rtt, 0.99) - k50);
@@ -241,7 +273,14 @@ int Latency(Client& client, bool cuda) {
   return 0;
 }
 
-// One client process: back-to-back mHC backward_finish; prints "requests compute_us".
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One client process: sets up, waits for the common start, then submits mHC backward_finish
+// back to back until the window ends; prints "requests gpu_us compute_us late_start".
 int Worker(Client& client, bool cuda) {
   const int64_t T = absl::GetFlag(FLAGS_mhc_tokens), C = 4096;
   Arena arena(client, cuda, static_cast<uint64_t>(T) * C * 24 + (64ull << 20));
@@ -258,47 +297,66 @@ int Worker(Client& client, bool cuda) {
   a.dfn = arena.Add(DType::kFP32, {24, 4 * C});
   a.dscale = arena.Add(DType::kFP32, {3});
   a.dbase = arena.Add(DType::kFP32, {24});
-  const auto end = Clock::now() + std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds));
+  const int64_t start = absl::GetFlag(FLAGS_start_at_us);
+  const int64_t end = start + static_cast<int64_t>(absl::GetFlag(FLAGS_seconds) * 1e6);
+  const bool late = NowUs() > start;  // set-up took longer than the master allowed
+  while (NowUs() < start) std::this_thread::sleep_for(std::chrono::microseconds(200));
   int64_t n = 0;
-  double compute = 0;
-  while (Clock::now() < end) {
+  double gpu = 0, compute = 0;
+  while (NowUs() < end) {
     auto r = client.MhcBackwardFinish(a);
     if (!r.ok()) Die(r.status());
     ++n;
+    gpu += r->gpu_us();
     compute += r->compute_us();
   }
-  std::printf("%lld %.1f\n", static_cast<long long>(n), compute);
+  std::printf("%lld %.1f %.1f %d\n", static_cast<long long>(n), gpu, compute, late ? 1 : 0);
   return 0;
 }
 
-int Busy(const char* self, int devices) {
-  std::printf("| clients | requests | wall s | daemon busy (sum compute / wall / GPUs) |\n");
-  std::printf("|---|---|---|---|\n");
+int Busy(const char* self, int devices, bool cuda) {
+  if (!cuda) {
+    std::printf("busy: the host backend reports no GPU time; nothing to measure\n");
+    return 0;
+  }
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  std::printf("mhc_backward_finish T=%lld C=4096, SYNC, every client over the same %.1f s\n",
+              static_cast<long long>(absl::GetFlag(FLAGS_mhc_tokens)), seconds);
+  std::printf(
+      "| clients | requests | requests/s | GPU busy (sum of GPU time / window / GPUs) "
+      "| mean GPU us | mean compute us |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (absl::string_view count : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
     const int clients = std::stoi(std::string(count));
+    // Set-up (allocation, random fill, registration) happens before the common start.
+    const int64_t start_at = NowUs() + 3000000 + 250000 * clients;
     std::vector<FILE*> workers;
-    const auto t0 = Clock::now();
     for (int i = 0; i < clients; ++i) {
-      const std::string cmd =
-          absl::StrCat(self, " --role=worker --address=", absl::GetFlag(FLAGS_address),
-                       " --seconds=", absl::GetFlag(FLAGS_seconds),
-                       " --mhc_tokens=", absl::GetFlag(FLAGS_mhc_tokens));
+      const std::string cmd = absl::StrCat(
+          self, " --role=worker --address=", absl::GetFlag(FLAGS_address), " --seconds=", seconds,
+          " --mhc_tokens=", absl::GetFlag(FLAGS_mhc_tokens), " --start_at_us=", start_at);
       workers.push_back(popen(cmd.c_str(), "r"));
     }
     long long requests = 0;
-    double compute_us = 0;
+    double gpu_us = 0, compute_us = 0;
+    int late = 0;
     for (FILE* w : workers) {
       long long n = 0;
-      double c = 0;
-      if (w == nullptr || std::fscanf(w, "%lld %lf", &n, &c) != 2)
-        Die(absl::InternalError("worker"));
+      double g = 0, c = 0;
+      int l = 0;
+      if (w == nullptr || std::fscanf(w, "%lld %lf %lf %d", &n, &g, &c, &l) != 4) {
+        Die(absl::InternalError("a worker printed no result"));
+      }
       if (pclose(w) != 0) Die(absl::InternalError("worker failed"));
       requests += n;
+      gpu_us += g;
       compute_us += c;
+      late += l;
     }
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::printf("| %d | %lld | %.2f | %.1f%% |\n", clients, requests, wall,
-                100.0 * compute_us / 1e6 / absl::GetFlag(FLAGS_seconds) / devices);
+    std::printf("| %d | %lld | %.0f | %.1f%% | %.1f | %.1f |%s\n", clients, requests,
+                requests / seconds, 100.0 * gpu_us / 1e6 / seconds / devices,
+                gpu_us / std::max(1ll, requests), compute_us / std::max(1ll, requests),
+                late > 0 ? absl::StrCat(" (", late, " workers started late)").c_str() : "");
   }
   return 0;
 }
@@ -316,7 +374,7 @@ int main(int argc, char** argv) {
   const std::string mode = args.size() > 1 ? args[1] : "latency";
   if (mode == "latency") return Latency(**client, cuda);
   if (mode == "busy") {
-    return Busy(argv[0], std::max(1, caps->devices_size()));
+    return Busy(argv[0], std::max(1, caps->devices_size()), cuda);
   }
   std::fprintf(stderr, "usage: cakegrad_daemon_bench [--address=...] latency|busy\n");
   return 2;

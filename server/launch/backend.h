@@ -30,8 +30,14 @@ class Backend {
   virtual int num_devices() const = 0;
   // Runs a validated call: to completion, or for EVENT calls (call.event_slot >= 0) until it
   // is enqueued behind the slot's ready event. Called only from the launcher thread of
-  // call.device (or of device 0 on the host backend).
-  virtual absl::Status Execute(const BoundCall& call, ExecuteInfo* info) = 0;
+  // call.device (or of device 0 on the host backend). A backend that can keep several calls in
+  // flight may instead launch the call, set *finish and return OK: the executor then calls
+  // (*finish) exactly once, from its completion thread, in launch order, and that outcome is
+  // the call's. The launcher meanwhile launches the next call, so the GPU does not idle while
+  // a reply is sent.
+  virtual absl::Status Execute(const BoundCall& call, ExecuteInfo* info, FinishFn* finish) = 0;
+  // How many calls may be in flight on one device (launched, finish not yet called).
+  virtual int max_in_flight() const { return 1; }
 
   // EVENT completion. Opens the client's ready events on the GPU named by `gpu_uuid` and
   // returns the handles of the daemon's done events, one per slot.

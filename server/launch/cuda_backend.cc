@@ -127,6 +127,16 @@ void CheckSlot(void* arg) {
   }
 }
 
+// A SYNC call in flight on a device: its own status word, the pinned copy the stream writes
+// back after the kernels, and timed events around them. kSyncSlots of them let the launcher
+// start the next call while the completion thread waits on this one.
+constexpr int kSyncSlots = 4;
+struct SyncSlot {
+  uint32_t* status_dev = nullptr;   // one word of DeviceState::status_words
+  uint32_t* status_host = nullptr;  // one word of DeviceState::status_host (pinned)
+  cudaEvent_t start = nullptr, done = nullptr;
+};
+
 struct DeviceState {
   int ordinal = 0;
   std::string uuid;
@@ -136,7 +146,10 @@ struct DeviceState {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;
-  uint32_t* status_word = nullptr;     // device memory, kernels::DeviceStatusBits
+  uint32_t* status_words = nullptr;  // device memory, kSyncSlots kernels::DeviceStatusBits
+  uint32_t* status_host = nullptr;   // pinned host memory, kSyncSlots words
+  std::vector<SyncSlot> sync;        // kSyncSlots, used round robin by the launcher thread
+  size_t next_sync = 0;
   std::unique_ptr<GraphCache> graphs;  // null: every call launches eagerly
 };
 
@@ -158,7 +171,12 @@ class CudaBackend : public Backend {
       cudaSetDevice(d.ordinal);
       d.graphs.reset();
       if (d.workspace != nullptr) cudaFree(d.workspace);
-      if (d.status_word != nullptr) cudaFree(d.status_word);
+      for (SyncSlot& slot : d.sync) {
+        if (slot.start != nullptr) cudaEventDestroy(slot.start);
+        if (slot.done != nullptr) cudaEventDestroy(slot.done);
+      }
+      if (d.status_words != nullptr) cudaFree(d.status_words);
+      if (d.status_host != nullptr) cudaFreeHost(d.status_host);
       if (d.stream != nullptr) cudaStreamDestroy(d.stream);
     }
   }
@@ -190,7 +208,19 @@ class CudaBackend : public Backend {
       if (d.workspace_bytes > 0) {
         CUDA_RETURN_IF_ERROR(cudaMalloc(&d.workspace, d.workspace_bytes), "allocating workspace");
       }
-      CUDA_RETURN_IF_ERROR(cudaMalloc(&d.status_word, sizeof(uint32_t)), "allocating status");
+      CUDA_RETURN_IF_ERROR(cudaMalloc(&d.status_words, kSyncSlots * sizeof(uint32_t)),
+                           "allocating status words");
+      CUDA_RETURN_IF_ERROR(
+          cudaHostAlloc(&d.status_host, kSyncSlots * sizeof(uint32_t), cudaHostAllocDefault),
+          "allocating pinned status words");
+      d.sync.resize(kSyncSlots);
+      for (int k = 0; k < kSyncSlots; ++k) {
+        SyncSlot& slot = d.sync[k];
+        slot.status_dev = d.status_words + k;
+        slot.status_host = d.status_host + k;
+        CUDA_RETURN_IF_ERROR(cudaEventCreate(&slot.start), "cudaEventCreate");
+        CUDA_RETURN_IF_ERROR(cudaEventCreate(&slot.done), "cudaEventCreate");
+      }
       if (options.graph_cache_size > 0) {
         d.graphs = std::make_unique<GraphCache>(options.graph_cache_size);
       }
@@ -204,6 +234,7 @@ class CudaBackend : public Backend {
   const char* name() const override { return "cuda"; }
   RegionKind memory() const override { return RegionKind::kCuda; }
   int num_devices() const override { return static_cast<int>(devices_.size()); }
+  int max_in_flight() const override { return kSyncSlots; }
 
   absl::StatusOr<MappedRange> MapHost(const v1::HostRegion&) override {
     return absl::FailedPreconditionError(
@@ -257,7 +288,7 @@ class CudaBackend : public Backend {
     }
   }
 
-  absl::Status Execute(const BoundCall& call, ExecuteInfo* info) override {
+  absl::Status Execute(const BoundCall& call, ExecuteInfo* info, FinishFn* finish) override {
     if (call.device < 0 || call.device >= num_devices()) {
       return absl::InternalError("call bound to no device");
     }
@@ -273,10 +304,12 @@ class CudaBackend : public Backend {
       }
       RETURN_IF_ERROR(ring->TakeError());
     }
+    // The executor keeps at most kSyncSlots calls in flight, so this slot's last call is done.
+    SyncSlot* slot = ring == nullptr ? &d.sync[d.next_sync++ % d.sync.size()] : nullptr;
     LaunchContext ctx;
     ctx.cuda = true;
     ctx.stream = d.stream;
-    ctx.device_status = ring != nullptr ? ring->status_dev + call.event_slot : d.status_word;
+    ctx.device_status = ring != nullptr ? ring->status_dev + call.event_slot : slot->status_dev;
     if (call.has("workspace")) {
       ctx.workspace = call.tensor("workspace").data;
       ctx.workspace_bytes = static_cast<int64_t>(call.tensor("workspace").bytes);
@@ -316,21 +349,35 @@ class CudaBackend : public Backend {
       }
       return absl::OkStatus();
     }
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(slot->start, d.stream), "recording the start event");
     absl::Status launched = d.graphs != nullptr
                                 ? d.graphs->Run(GraphKey(call), d.stream, enqueue, &info->graph)
                                 : enqueue();
-    // Even a failed launch may have enqueued work: wait for the stream before replying.
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream), call.op->name);
-    RETURN_IF_ERROR(launched);
-    uint32_t status = 0;
-    CUDA_RETURN_IF_ERROR(cudaMemcpy(&status, d.status_word, sizeof(status), cudaMemcpyDeviceToHost),
-                         "reading the status word");
-    if (status & kernels::kDeviceStatusBadCuSeqlens) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(call.op->name,
-                       ": cu_seqlens is malformed (it must start at 0, never decrease and end "
-                       "at the token count); outputs were not computed"));
+    // The status word comes back with the stream, so the wait below is the only host sync.
+    cudaError_t err = cudaMemcpyAsync(slot->status_host, slot->status_dev, sizeof(uint32_t),
+                                      cudaMemcpyDeviceToHost, d.stream);
+    if (err == cudaSuccess) err = cudaEventRecord(slot->done, d.stream);
+    if (err != cudaSuccess) {
+      // Even a failed launch may have enqueued work: let it finish before the regions go.
+      cudaStreamSynchronize(d.stream);
+      return CudaError(err, "queueing the status read-back");
     }
+    *finish = [slot, ordinal = d.ordinal, launched = std::move(launched),
+               name = call.op->name](ExecuteInfo* done_info) -> absl::Status {
+      CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal), "cudaSetDevice");
+      CUDA_RETURN_IF_ERROR(cudaEventSynchronize(slot->done), name);
+      RETURN_IF_ERROR(launched);
+      float ms = 0;
+      CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, slot->start, slot->done), "GPU time");
+      done_info->gpu = absl::Microseconds(1000.0 * ms);
+      if (*slot->status_host & kernels::kDeviceStatusBadCuSeqlens) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name,
+                         ": cu_seqlens is malformed (it must start at 0, never decrease and end "
+                         "at the token count); outputs were not computed"));
+      }
+      return absl::OkStatus();
+    };
     return absl::OkStatus();
   }
 

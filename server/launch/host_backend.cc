@@ -128,7 +128,7 @@ class HostBackend : public Backend {
   }
   void ReleaseSession(const std::string&) override {}
 
-  absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
+  absl::Status Execute(const BoundCall& call, ExecuteInfo*, FinishFn*) override {
     for (const auto& region : call.pins) {
       if (absl::Status s = region->range.mapping->Check(); !s.ok()) return s;
     }

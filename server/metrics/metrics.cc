@@ -22,11 +22,13 @@ Metrics::Metrics()
                     .Name("cakegrad_requests_total")
                     .Help("Run requests by operator and gRPC status code")
                     .Register(*registry_)),
-      latency_(prometheus::BuildHistogram()
-                   .Name("cakegrad_request_seconds")
-                   .Help("Run latency by phase: queue (waiting for the device's launcher), "
-                         "compute (the backend), total (the handler's view)")
-                   .Register(*registry_)),
+      latency_(
+          prometheus::BuildHistogram()
+              .Name("cakegrad_request_seconds")
+              .Help("Run latency by phase: queue (waiting for the device's launcher), "
+                    "compute (launch to completion), gpu (the kernels' own time, CUDA events; SYNC "
+                    "calls on the cuda backend), total (the handler's view)")
+              .Register(*registry_)),
       graphs_(prometheus::BuildCounter()
                   .Name("cakegrad_graph_cache_total")
                   .Help("Runs replayed from a cached CUDA graph (hit) or captured anew (miss)")
@@ -60,7 +62,8 @@ absl::Status Metrics::Expose(const std::string& address, int port) {
 }
 
 void Metrics::RecordRun(const std::string& op, absl::StatusCode code, absl::Duration queue,
-                        absl::Duration compute, absl::Duration total, GraphOutcome graph) {
+                        absl::Duration compute, absl::Duration gpu, absl::Duration total,
+                        GraphOutcome graph) {
   if (graph != GraphOutcome::kNotUsed) {
     graphs_.Add({{"operator", op}, {"result", graph == GraphOutcome::kHit ? "hit" : "miss"}})
         .Increment();
@@ -72,6 +75,10 @@ void Metrics::RecordRun(const std::string& op, absl::StatusCode code, absl::Dura
         .Observe(absl::ToDoubleSeconds(queue));
     latency_.Add({{"operator", op}, {"phase", "compute"}}, buckets)
         .Observe(absl::ToDoubleSeconds(compute));
+    if (gpu > absl::ZeroDuration()) {
+      latency_.Add({{"operator", op}, {"phase", "gpu"}}, buckets)
+          .Observe(absl::ToDoubleSeconds(gpu));
+    }
   }
   latency_.Add({{"operator", op}, {"phase", "total"}}, buckets)
       .Observe(absl::ToDoubleSeconds(total));

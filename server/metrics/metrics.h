@@ -26,8 +26,10 @@ class Metrics {
   absl::Status Expose(const std::string& address, int port);
 
   // One finished Run: queue and compute are zero for requests refused before the executor.
+  // gpu: zero where unknown (not observed then).
   void RecordRun(const std::string& op, absl::StatusCode code, absl::Duration queue,
-                 absl::Duration compute, absl::Duration total, GraphOutcome graph);
+                 absl::Duration compute, absl::Duration gpu, absl::Duration total,
+                 GraphOutcome graph);
   void SetHoldings(uint64_t sessions, uint64_t regions, uint64_t mapped_bytes);
 
  private:

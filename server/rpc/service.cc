@@ -194,8 +194,8 @@ void CakegradService::RecordRun(const std::string& op, const absl::Status& statu
                                 JobTiming timing) {
   (status.ok() ? served_ : failed_).fetch_add(1);
   if (ctx_.metrics == nullptr) return;
-  ctx_.metrics->RecordRun(op, status.code(), timing.queued, timing.compute, absl::Now() - start,
-                          timing.info.graph);
+  ctx_.metrics->RecordRun(op, status.code(), timing.queued, timing.compute, timing.info.gpu,
+                          absl::Now() - start, timing.info.graph);
   ctx_.metrics->SetHoldings(ctx_.sessions->size(), ctx_.regions->size(),
                             ctx_.regions->mapped_bytes());
 }
@@ -255,6 +255,7 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
       response->set_operator_(name);
       response->set_queue_us(absl::ToDoubleMicroseconds(timing.queued));
       response->set_compute_us(absl::ToDoubleMicroseconds(timing.compute));
+      response->set_gpu_us(absl::ToDoubleMicroseconds(timing.info.gpu));
     }
     RecordRun(name, status, start, timing);
     reactor->Finish(ToGrpc(status));

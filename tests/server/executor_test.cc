@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,7 @@ class RecordingBackend : public Backend {
     return absl::UnimplementedError("");
   }
   void ReleaseSession(const std::string&) override {}
-  absl::Status Execute(const BoundCall& call, ExecuteInfo*) override {
+  absl::Status Execute(const BoundCall& call, ExecuteInfo*, FinishFn*) override {
     if (order.empty()) {
       started.Notify();
       release.WaitForNotification();
@@ -91,6 +92,70 @@ TEST(Executor, BoundedQueueAndDrain) {
   executor.Drain();
   EXPECT_EQ(results.size(), 3u) << "every accepted job finishes before Drain returns";
   EXPECT_EQ(executor.Submit(MakeJob("a", 4, &results)).code(), absl::StatusCode::kUnavailable);
+}
+
+// Leaves every call in flight (like the cuda backend's SYNC calls) with up to `depth` at once;
+// the calls finish only when the test releases them, in launch order.
+class InFlightBackend : public RecordingBackend {
+ public:
+  int max_in_flight() const override { return 3; }
+  absl::Status Execute(const BoundCall& call, ExecuteInfo*, FinishFn* finish) override {
+    const int64_t tag = call.dim("tag");
+    {
+      absl::MutexLock lock(&mu);
+      launched.push_back(tag);
+      peak = std::max(peak, static_cast<int>(launched.size() - finished.size()));
+    }
+    *finish = [this, tag](ExecuteInfo* info) {
+      absl::MutexLock lock(&mu);
+      mu.Await(absl::Condition(&open));
+      finished.push_back(tag);
+      info->gpu = absl::Microseconds(7);
+      return tag == 2 ? absl::InvalidArgumentError("found on the device") : absl::OkStatus();
+    };
+    return absl::OkStatus();
+  }
+  int launched_count() {
+    absl::MutexLock lock(&mu);
+    return static_cast<int>(launched.size());
+  }
+
+  absl::Mutex mu;
+  bool open = false;  // finishes may complete
+  std::vector<int64_t> launched, finished;
+  int peak = 0;
+};
+
+TEST(Executor, KeepsTheBackendsSlotsInFlightAndFinishesInOrder) {
+  InFlightBackend backend;
+  std::vector<absl::Status> results;
+  std::vector<JobTiming> timings;
+  Executor executor(&backend, 0, 100);
+  for (int i = 0; i < 6; ++i) {
+    Job job = MakeJob("a", i, &results);
+    job.done = [&](absl::Status s, JobTiming t) {
+      results.push_back(std::move(s));
+      timings.push_back(t);
+    };
+    ASSERT_TRUE(executor.Submit(std::move(job)).ok());
+  }
+  // Three calls launch without any finishing; the fourth waits for a free slot.
+  for (int spin = 0; spin < 2000 && backend.launched_count() < 3; ++spin)
+    absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(backend.launched_count(), 3);
+  {
+    absl::MutexLock lock(&backend.mu);
+    backend.open = true;
+  }
+  executor.Drain();
+  EXPECT_EQ(backend.launched, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(backend.finished, backend.launched) << "finished in launch order";
+  EXPECT_LE(backend.peak, 3);
+  ASSERT_EQ(results.size(), 6u);
+  EXPECT_EQ(results[2].code(), absl::StatusCode::kInvalidArgument) << "a finish's outcome";
+  for (int i : {0, 1, 3, 4, 5}) EXPECT_TRUE(results[i].ok()) << i;
+  for (const JobTiming& t : timings) EXPECT_EQ(t.info.gpu, absl::Microseconds(7));
 }
 
 }  // namespace
