@@ -4,9 +4,10 @@
 // backward_finish runs as three ordinary launches on the caller's stream:
 //   1. MhcBwdTokenKernel: per token, dpre = X dU (a reduction over C), the Sinkhorn backward and
 //      the chain down to dz, dsq, in FP64; one 64-float record per token in the workspace.
-//   2. MhcBwdColumnsKernel: CTAs own (token chunk, 128-channel column block); each thread keeps
-//      fn and its dfn partial for two columns of one stream in registers while it walks the
-//      chunk's tokens, writes dX, and at the end its dfn partial to the workspace.
+//   2. MhcBwdColumnsTcKernel: CTAs own (token chunk, 64-channel column block of all streams);
+//      the warps keep split fn and the dfn partial of their 32 columns in registers while the
+//      chunk's tokens stream through a cp.async ring, run both 24-wide products on the tensor
+//      cores, write dX, and at the end their dfn partial to the workspace.
 //   3. MhcBwdReduceKernel: sums the chunk partials of dfn, and the token records of dscale and
 //      dbase (those two in FP64), in a fixed order; adds them to the outputs under accumulate.
 // Nothing depends on the workspace's prior contents, the grids are functions of (T, C,
@@ -252,36 +253,53 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 }
 
 // ---------------------------------------------------------------------------------------------
-// backward_finish, kernel 2: dX and the dfn partials. A thread keeps fn and its dfn partial for
-// two channels of one stream in registers (96 floats) while the CTA walks its token chunk. The
-// token data (X, dY, dU tiles and the per-token coefficients) arrive through a cp.async ring of
-// kStages shared-memory stages, so loads run kStages - 1 stages ahead of the FMAs (the first
-// version read them straight from global memory and was latency-bound, 9x over the floor).
-struct BwdColumnsTraits {
+// backward_finish, kernel 2: dX and the dfn partials, with both 24-wide products as BF16 MMAs
+// (m16n8k16, FP32 accumulation). The FP32-FFMA version (fn and dfn partials in registers) was
+// issue-bound: 1.07 ms at T = 16384, C = 4096, against 0.92 ms for this one. Operands are split
+// hi + lo BF16 so the products keep ~16 bits:
+//   dxmap [tok x col] = [dz_hi | dz_lo | dz_hi | 0] (k = 80) x [fn_hi; fn_hi; fn_lo; 0]
+//   dfn   [48 x col]  = [dz_hi^T; dz_lo^T] (k = tokens) x X, rows j and 24 + j added at the end
+// X is BF16 already, so it needs no split. The MMA's FP32 accumulation truncates, so dfn takes a
+// fresh accumulator per stage (32 tokens) that is added to the running FP32 sum.
+// A CTA owns 64 channels of all four streams (256 columns of fn) and a token chunk; warp w
+// owns stream w / 2, channels 32 (w % 2) .. + 32 (four n8 tiles). The register-resident fn and
+// dfn tiles take ~250 registers, so one CTA runs per SM; a 4-stage ring measured slower (1.19 ms)
+// than these 3 stages (1.15 ms for the whole backward_finish).
+struct BwdColumnsTcTraits {
   static constexpr int kThreads = 256;
-  static constexpr int kColsPerThread = 2;  // channels c, c + 1 of one stream a
-  static constexpr int kColBlock = static_cast<int>(lay::kColsPerBlock);
-  static constexpr int kThreadsPerStream = kColBlock / kColsPerThread;
-  static constexpr int kTokPerStage = 4;
-  static constexpr int kStages = 4;
-  static constexpr int kCoefFloats = 64;   // [0, 32) record (dz, dsq); [32, 60) stats[24, 52)
-  static constexpr int kCoefPre = 32 + 1;  // pre_a  = stats[25 + a]
-  static constexpr int kCoefR = 32 + 9;    // R[a][b] = stats[33 + 4a + b]
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kCh = 64;  // channels per stream per CTA
+  static constexpr int kWarpCols = 32;
+  static constexpr int kNTiles = kWarpCols / 8;
+  static constexpr int kTok = 32;  // tokens per stage: 2 m16 tiles (dxmap), 2 k16 steps (dfn)
+  static constexpr int kStages = 3;
+  static constexpr int kXRow = 4 * kCh + 8;  // BF16; +16 B: ldmatrix rows hit distinct banks
+  static constexpr int kURow = kCh + 8;      // BF16
+  static constexpr int kCoefFloats = 64;     // [0, 32) record (dz, dsq); [32, 60) stats[24, 52)
+  static constexpr int kCoefPre = 32 + 1;    // pre_a  = stats[25 + a]
+  static constexpr int kCoefR = 32 + 9;      // R[a][b] = stats[33 + 4a + b]
   static constexpr int kRecChunks = 32 * 4 / 16;   // 16-byte copies of a record's first half
   static constexpr int kStatChunks = 28 * 4 / 16;  // 16-byte copies of stats[24, 52)
-  // Per stage: X and dY tiles [tok][4][kColBlock], dU [tok][kColBlock] (BF16), coefficients.
-  static constexpr int kXChunks = kTokPerStage * 4 * kColBlock * 2 / 16;
-  static constexpr int kUChunks = kTokPerStage * kColBlock * 2 / 16;
-  static constexpr int kCoefChunks = kTokPerStage * (kRecChunks + kStatChunks);
-  static constexpr int kSmemBytes =
-      kStages * (2 * kXChunks + kUChunks) * 16 + kStages * kTokPerStage * kCoefFloats * 4;
-  static_assert(4 * kThreadsPerStream == kThreads, "one thread per (stream, channel pair)");
-  static_assert(kMhcCAlign % kColBlock == 0, "column blocks tile every valid C");
-  static_assert(kThreadsPerStream % 32 == 0, "a warp stays within one stream");
-  static_assert(kXChunks == kThreads, "one 16-byte copy of X and of dY per thread and stage");
-  static_assert(kUChunks + kCoefChunks <= kThreads, "dU and coefficient copies fit one pass");
+  static constexpr int kKDx = 80;                  // [hi | lo | hi | pad] logits
+  static constexpr int kDzARow = kKDx + 8;         // BF16; 44 words: 8 rows x 4 lanes in 32 banks
+  static constexpr int kDzTRow = kTok + 8;         // BF16; 20 words: likewise
+  static constexpr int kXStage = kTok * kXRow * 2;
+  static constexpr int kUStage = kTok * kURow * 2;
+  static constexpr int kCoefStage = kTok * kCoefFloats * 4;
+  static constexpr int kOffDy = kStages * kXStage;
+  static constexpr int kOffU = 2 * kStages * kXStage;
+  static constexpr int kOffCoef = kOffU + kStages * kUStage;
+  static constexpr int kOffDzA = kOffCoef + kStages * kCoefStage;
+  static constexpr int kOffDzT = kOffDzA + kTok * kDzARow * 2;
+  static constexpr int kSmemBytes = kOffDzT + 2 * kLogits * kDzTRow * 2;
+  static_assert(4 * kCh / kWarpCols == kWarps, "warps tile the CTA's columns");
+  static_assert(kMhcCAlign % kCh == 0, "column blocks tile every valid C");
+  static_assert(kXRow * 2 % 128 == 16 && kURow * 2 % 16 == 0, "row strides");
+  static_assert(kOffDy % 16 == 0 && kOffU % 16 == 0 && kOffCoef % 16 == 0 && kOffDzA % 16 == 0 &&
+                    kOffDzT % 16 == 0,
+                "16-byte aligned regions");
+  static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
   static_assert(lay::kRecDsq < 32, "the record's first half holds dz and dsq");
-  static_assert(kSmemBytes <= 48 * 1024, "static shared memory limit");
 };
 
 __device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
@@ -293,52 +311,70 @@ template <int kPending>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
+__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;  // 0: no bytes read, 16 zero bytes written
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n)
+               : "memory");
+}
 
-__global__ void __launch_bounds__(BwdColumnsTraits::kThreads, 2)
-    MhcBwdColumnsKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dY,
-                        const uint16_t* __restrict__ dU, const float* __restrict__ fn,
-                        const float* __restrict__ stats, const float* __restrict__ records,
-                        uint16_t* __restrict__ dX, float* __restrict__ partials, int64_t T,
-                        int64_t C, int64_t chunks) {
-  using Tr = BwdColumnsTraits;
-  constexpr int kCB = Tr::kColBlock;
-  __shared__ __align__(16) uint16_t x_s[Tr::kStages][Tr::kTokPerStage][4][kCB];
-  __shared__ __align__(16) uint16_t dy_s[Tr::kStages][Tr::kTokPerStage][4][kCB];
-  __shared__ __align__(16) uint16_t du_s[Tr::kStages][Tr::kTokPerStage][kCB];
-  __shared__ __align__(16) float coef_s[Tr::kStages][Tr::kTokPerStage][Tr::kCoefFloats];
+// B fragments of two n8 tiles from a row-major [k][n] BF16 tile: lane l addresses row
+// (l & 7) + 8 ((l >> 3) & 1) of column block (l >> 4).
+__device__ __forceinline__ void LdMatrixX4Trans(const void* smem, uint32_t* r) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
 
-  const int tid = threadIdx.x;
-  const int a = tid / Tr::kThreadsPerStream;
-  const int cl = Tr::kColsPerThread * (tid % Tr::kThreadsPerStream);  // column in the block
-  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kCB;
-  const int64_t c = c0 + cl;
+__device__ __forceinline__ uint16_t Bf16Bits(float v) {
+  return static_cast<uint16_t>(PackBf16(v, 0.0f) & 0xffffu);
+}
+
+__global__ void __launch_bounds__(BwdColumnsTcTraits::kThreads, 1)
+    MhcBwdColumnsTcKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dY,
+                          const uint16_t* __restrict__ dU, const float* __restrict__ fn,
+                          const float* __restrict__ stats, const float* __restrict__ records,
+                          uint16_t* __restrict__ dX, float* __restrict__ partials, int64_t T,
+                          int64_t C, int64_t chunks) {
+  using Tr = BwdColumnsTcTraits;
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto x_s = reinterpret_cast<uint16_t(*)[Tr::kTok][Tr::kXRow]>(smem);
+  auto dy_s = reinterpret_cast<uint16_t(*)[Tr::kTok][Tr::kXRow]>(smem + Tr::kOffDy);
+  auto du_s = reinterpret_cast<uint16_t(*)[Tr::kTok][Tr::kURow]>(smem + Tr::kOffU);
+  auto coef_s = reinterpret_cast<float(*)[Tr::kTok][Tr::kCoefFloats]>(smem + Tr::kOffCoef);
+  auto dzA = reinterpret_cast<uint16_t(*)[Tr::kDzARow]>(smem + Tr::kOffDzA);
+  auto dzT = reinterpret_cast<uint16_t(*)[Tr::kDzTRow]>(smem + Tr::kOffDzT);
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int a = warp / 2;                      // stream
+  const int wch = Tr::kWarpCols * (warp % 2);  // warp's first channel in the block
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * Tr::kCh;
   const int64_t K = 4 * C;
-  const int64_t i = a * C + c;  // first of this thread's two columns of fn
   const int64_t chunk = blockIdx.y;
   const int64_t t_begin = T * chunk / chunks, t_end = T * (chunk + 1) / chunks;
-  const int64_t n_stages = (t_end - t_begin + Tr::kTokPerStage - 1) / Tr::kTokPerStage;
+  const int64_t n_stages = (t_end - t_begin + Tr::kTok - 1) / Tr::kTok;
 
-  // Enqueues the copies of stage `st` (tokens t_begin + kTokPerStage * st ...) into ring slot
-  // st % kStages; tokens past the chunk are skipped (and never read).
   auto issue = [&](int64_t st) {
     if (st < n_stages) {
       const int slot = static_cast<int>(st % Tr::kStages);
-      const int64_t tb = t_begin + st * Tr::kTokPerStage;
-      {  // X and dY: thread -> (token, stream, 16-byte piece)
-        const int tok = tid / (4 * kCB / 8), rem = tid % (4 * kCB / 8);
-        const int s = rem / (kCB / 8), piece = rem % (kCB / 8);
-        if (tb + tok < t_end) {
-          const int64_t off = ((tb + tok) * 4 + s) * C + c0 + 8 * piece;
-          CpAsync16(&x_s[slot][tok][s][8 * piece], X + off);
-          CpAsync16(&dy_s[slot][tok][s][8 * piece], dY + off);
-        }
+      const int64_t tb = t_begin + st * Tr::kTok;
+#pragma unroll
+      for (int k = tid; k < Tr::kTok * 32; k += Tr::kThreads) {  // X, dY: 32 pieces a token
+        const int tok = k / 32, s = (k % 32) / 8, piece = k % 8;
+        const bool ok = tb + tok < t_end;
+        const int64_t off = ok ? ((tb + tok) * 4 + s) * C + c0 + 8 * piece : 0;
+        CpAsync16Zfill(&x_s[slot][tok][s * Tr::kCh + 8 * piece], X + off, ok);
+        CpAsync16Zfill(&dy_s[slot][tok][s * Tr::kCh + 8 * piece], dY + off, ok);
       }
-      if (tid < Tr::kUChunks) {
-        const int tok = tid / (kCB / 8), piece = tid % (kCB / 8);
-        if (tb + tok < t_end)
-          CpAsync16(&du_s[slot][tok][8 * piece], dU + (tb + tok) * C + c0 + 8 * piece);
-      } else if (tid < Tr::kUChunks + Tr::kCoefChunks) {
-        const int k = tid - Tr::kUChunks;
+      {
+        const int tok = tid / 8, piece = tid % 8;
+        const bool ok = tb + tok < t_end;
+        const int64_t off = ok ? (tb + tok) * C + c0 + 8 * piece : 0;
+        CpAsync16Zfill(&du_s[slot][tok][8 * piece], dU + off, ok);
+      }
+      for (int k = tid; k < Tr::kTok * (Tr::kRecChunks + Tr::kStatChunks); k += Tr::kThreads) {
         const int tok = k / (Tr::kRecChunks + Tr::kStatChunks);
         const int piece = k % (Tr::kRecChunks + Tr::kStatChunks);
         const int64_t t = tb + tok;
@@ -356,56 +392,178 @@ __global__ void __launch_bounds__(BwdColumnsTraits::kThreads, 2)
     CpAsyncCommit();  // always, so every thread counts the same groups
   };
 
-  float2 f[kLogits], acc[kLogits];
+  // fn as the B operand of dxmap, split, for this warp's four n8 tiles: rows k of
+  // [fn_hi; fn_hi; fn_lo; 0], column n = lane / 4.
+  uint32_t fb[Tr::kKDx / 16][Tr::kNTiles][2];
 #pragma unroll
-  for (int j = 0; j < kLogits; ++j) {
-    f[j] = __ldg(reinterpret_cast<const float2*>(fn + j * K + i));
-    acc[j] = make_float2(0.f, 0.f);
+  for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+    const int64_t i = a * C + c0 + wch + 8 * nt + g;
+    // Row k of the split stack (k depends on the lane, so it is computed, not indexed).
+    auto bv = [&](int k) {
+      if (k >= 72) return 0.0f;
+      const float v = __ldg(fn + (k % kLogits) * K + i);
+      const float hi = __bfloat162float(__float2bfloat16_rn(v));
+      return k < 48 ? hi : v - hi;
+    };
+#pragma unroll
+    for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
+      fb[ks][nt][0] = PackBf16(bv(16 * ks + 2 * q), bv(16 * ks + 2 * q + 1));
+      fb[ks][nt][1] = PackBf16(bv(16 * ks + 2 * q + 8), bv(16 * ks + 2 * q + 9));
+    }
+  }
+  // dzA's pad columns stay zero.
+  for (int k = tid; k < Tr::kTok * (Tr::kDzARow - 72); k += Tr::kThreads) {
+    dzA[k / (Tr::kDzARow - 72)][72 + k % (Tr::kDzARow - 72)] = 0;
+  }
+
+  float acc[3][Tr::kNTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < 3; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+    }
   }
 
 #pragma unroll
   for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
   for (int64_t st = 0; st < n_stages; ++st) {
-    CpAsyncWait<Tr::kStages - 2>();  // this thread's copies of stage st have landed
-    __syncthreads();                 // everyone's have; slot (st - 1) % kStages is free
+    CpAsyncWait<Tr::kStages - 2>();
+    __syncthreads();  // stage st landed everywhere; the previous stage's readers are done
     issue(st + Tr::kStages - 1);
     const int slot = static_cast<int>(st % Tr::kStages);
-    const int64_t tb = t_begin + st * Tr::kTokPerStage;
-    const int nb = static_cast<int>(t_end - tb < Tr::kTokPerStage ? t_end - tb : Tr::kTokPerStage);
-    for (int tt = 0; tt < nb; ++tt) {
-      const float* cf = coef_s[slot][tt];
-      const uint32_t xv = *reinterpret_cast<const uint32_t*>(&x_s[slot][tt][a][cl]);
-      const uint32_t uv = *reinterpret_cast<const uint32_t*>(&du_s[slot][tt][cl]);
-      const float x0 = Bf16Lo(xv), x1 = Bf16Hi(xv);
-      const float pre = cf[Tr::kCoefPre + a];
-      float d0 = pre * Bf16Lo(uv), d1 = pre * Bf16Hi(uv);
+    const int64_t tb = t_begin + st * Tr::kTok;
+    const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
+    // Split dz into the two A layouts; tokens past the chunk get zeros (their X rows are zero).
+    for (int k = tid; k < Tr::kTok * kLogits; k += Tr::kThreads) {
+      const int tok = k / kLogits, j = k % kLogits;
+      const float v = tok < nb ? coef_s[slot][tok][lay::kRecDz + j] : 0.0f;
+      const uint16_t hi = Bf16Bits(v);
+      const uint16_t lo = Bf16Bits(v - __uint_as_float(static_cast<uint32_t>(hi) << 16));
+      dzA[tok][j] = hi;
+      dzA[tok][24 + j] = lo;
+      dzA[tok][48 + j] = hi;
+      dzT[j][tok] = hi;
+      dzT[24 + j][tok] = lo;
+    }
+    __syncthreads();
+
+    // dfn: fresh accumulators for this stage's 32 tokens.
+    {
+      float fr[3][Tr::kNTiles][4];
 #pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const uint32_t yv = *reinterpret_cast<const uint32_t*>(&dy_s[slot][tt][b][cl]);
-        const float rab = cf[Tr::kCoefR + 4 * a + b];
-        d0 = fmaf(rab, Bf16Lo(yv), d0);
-        d1 = fmaf(rab, Bf16Hi(yv), d1);
-      }
-      float m0 = 0.0f, m1 = 0.0f;
+      for (int mt = 0; mt < 3; ++mt) {
 #pragma unroll
-      for (int j = 0; j < kLogits; ++j) {
-        const float dz = cf[lay::kRecDz + j];
-        m0 = fmaf(dz, f[j].x, m0);
-        m1 = fmaf(dz, f[j].y, m1);
-        acc[j].x = fmaf(dz, x0, acc[j].x);
-        acc[j].y = fmaf(dz, x1, acc[j].y);
+        for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) fr[mt][nt][e] = 0.0f;
+        }
       }
-      const float dsq2 = 2.0f * cf[lay::kRecDsq];
-      m0 = fmaf(dsq2, x0, m0);
-      m1 = fmaf(dsq2, x1, m1);
-      __stcs(reinterpret_cast<uint32_t*>(dX + ((tb + tt) * 4 + a) * C + c),
-             PackBf16(d0 + m0, d1 + m1));
+#pragma unroll
+      for (int ks = 0; ks < Tr::kTok / 16; ++ks) {
+        uint32_t xb[Tr::kNTiles][2];
+#pragma unroll
+        for (int np = 0; np < Tr::kNTiles / 2; ++np) {
+          const int row = 16 * ks + (lane & 7) + 8 * ((lane >> 3) & 1);
+          const int col = a * Tr::kCh + wch + 16 * np + 8 * (lane >> 4);
+          uint32_t r[4];
+          LdMatrixX4Trans(&x_s[slot][row][col], r);
+          xb[2 * np][0] = r[0];
+          xb[2 * np][1] = r[1];
+          xb[2 * np + 1][0] = r[2];
+          xb[2 * np + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int mt = 0; mt < 3; ++mt) {
+          const int k0 = 16 * ks + 2 * q;
+          const uint32_t a0 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g][k0]);
+          const uint32_t a1 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g + 8][k0]);
+          const uint32_t a2 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g][k0 + 8]);
+          const uint32_t a3 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g + 8][k0 + 8]);
+#pragma unroll
+          for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+            MmaBf16(fr[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
+          }
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < 3; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][nt][e] += fr[mt][nt][e];
+        }
+      }
+    }
+
+    // dX: dxmap on the tensor cores, then the pre, R and dsq terms per element.
+#pragma unroll
+    for (int mt = 0; mt < Tr::kTok / 16; ++mt) {
+      float d[Tr::kNTiles][4];
+#pragma unroll
+      for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) d[nt][e] = 0.0f;
+      }
+#pragma unroll
+      for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
+        const int k0 = 16 * ks + 2 * q;
+        const uint32_t a0 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g][k0]);
+        const uint32_t a1 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g + 8][k0]);
+        const uint32_t a2 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g][k0 + 8]);
+        const uint32_t a3 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g + 8][k0 + 8]);
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+          MmaBf16(d[nt], a0, a1, a2, a3, fb[ks][nt][0], fb[ks][nt][1]);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int tt = 16 * mt + g + 8 * h;
+        if (tt < nb) {
+          const float* cf = coef_s[slot][tt];
+          const float pre = cf[Tr::kCoefPre + a];
+          const float dsq2 = 2.0f * cf[lay::kRecDsq];
+          float rab[4];
+#pragma unroll
+          for (int b = 0; b < 4; ++b) rab[b] = cf[Tr::kCoefR + 4 * a + b];
+#pragma unroll
+          for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+            const int ch = wch + 8 * nt + 2 * q;
+            const uint32_t xv =
+                *reinterpret_cast<const uint32_t*>(&x_s[slot][tt][a * Tr::kCh + ch]);
+            const uint32_t uv = *reinterpret_cast<const uint32_t*>(&du_s[slot][tt][ch]);
+            float d0 = pre * Bf16Lo(uv), d1 = pre * Bf16Hi(uv);
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+              const uint32_t yv =
+                  *reinterpret_cast<const uint32_t*>(&dy_s[slot][tt][b * Tr::kCh + ch]);
+              d0 = fmaf(rab[b], Bf16Lo(yv), d0);
+              d1 = fmaf(rab[b], Bf16Hi(yv), d1);
+            }
+            const float m0 = fmaf(dsq2, Bf16Lo(xv), d[nt][2 * h]);
+            const float m1 = fmaf(dsq2, Bf16Hi(xv), d[nt][2 * h + 1]);
+            __stcs(reinterpret_cast<uint32_t*>(dX + ((tb + tt) * 4 + a) * C + c0 + ch),
+                   PackBf16(d0 + m0, d1 + m1));
+          }
+        }
+      }
     }
   }
   CpAsyncWait<0>();  // no copy may still target shared memory when the CTA exits
+  // Rows j (hi) and 24 + j (lo) of the dfn product: this lane holds j = g, g + 8, g + 16.
   float* part = partials + chunk * kLogits * K;
 #pragma unroll
-  for (int j = 0; j < kLogits; ++j) *reinterpret_cast<float2*>(part + j * K + i) = acc[j];
+  for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+    const int64_t i = a * C + c0 + wch + 8 * nt + 2 * q;
+    *reinterpret_cast<float2*>(part + g * K + i) =
+        make_float2(acc[0][nt][0] + acc[1][nt][2], acc[0][nt][1] + acc[1][nt][3]);
+    *reinterpret_cast<float2*>(part + (g + 8) * K + i) =
+        make_float2(acc[0][nt][2] + acc[2][nt][0], acc[0][nt][3] + acc[2][nt][1]);
+    *reinterpret_cast<float2*>(part + (g + 16) * K + i) =
+        make_float2(acc[1][nt][0] + acc[2][nt][2], acc[1][nt][1] + acc[2][nt][3]);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,9 +703,14 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
       p.sinkhorn_iters);
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
-  using ColTr = mhc_cuda::BwdColumnsTraits;
-  const dim3 col_grid(static_cast<unsigned>(p.C / ColTr::kColBlock), static_cast<unsigned>(chunks));
-  mhc_cuda::MhcBwdColumnsKernel<<<col_grid, ColTr::kThreads, 0, stream>>>(
+  using ColTr = mhc_cuda::BwdColumnsTcTraits;
+  // Above the 48 KiB default; set on every call since the attribute is per device.
+  MHC_RETURN_IF_ERROR(mhc_cuda::CudaStatus(
+      cudaFuncSetAttribute(mhc_cuda::MhcBwdColumnsTcKernel,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, ColTr::kSmemBytes),
+      name));
+  const dim3 col_grid(static_cast<unsigned>(p.C / ColTr::kCh), static_cast<unsigned>(chunks));
+  mhc_cuda::MhcBwdColumnsTcKernel<<<col_grid, ColTr::kThreads, ColTr::kSmemBytes, stream>>>(
       p.X, p.dY, p.dU, p.fn, p.stats, records, p.dX, partials, p.T, p.C, chunks);
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
