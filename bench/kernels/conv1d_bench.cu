@@ -116,46 +116,20 @@ struct Shape {
   int64_t S, C;
 };
 
-// Kernel configurations to time (BENCH-ONLY): a comma-separated list of variant ids from the
-// environment variable `list_var`, each passed to the library through `select_var`; "-" when
-// the list is absent (the shipped configuration only).
-std::vector<std::string> Variants(const char* list_var) {
-  std::vector<std::string> out;
-  const char* e = std::getenv(list_var);
-  std::string s = e != nullptr ? e : "";
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t comma = s.find(',', pos);
-    const size_t end = comma == std::string::npos ? s.size() : comma;
-    if (end > pos) out.push_back(s.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  if (out.empty()) out.push_back("-");
-  return out;
-}
-
-void Select(const char* select_var, const std::string& v) {
-  if (v == "-") {
-    unsetenv(select_var);
-  } else {
-    setenv(select_var, v.c_str(), 1);
-  }
-}
-
 void PrintRow(const char* op, const Shape& sh, const char* policy, bool bias, int vec_pad,
-              const std::string& variant, double us, double bytes, double copy_gbs, double target) {
+              double us, double bytes, double copy_gbs, double target) {
   const double gbs = bytes / (us * 1e-6) / 1e9;
   const double floor_us = bytes / (copy_gbs * 1e9) * 1e6;
   const double ratio = us / floor_us;
   std::printf(
-      "| %-8s | %6lld | %5lld | %-6s | %-4s | %-5s | %-3s | %9.1f | %7.0f | %8.1f | %5.2fx | "
+      "| %-8s | %6lld | %5lld | %-6s | %-4s | %-5s | %9.1f | %7.0f | %8.1f | %5.2fx | "
       "%5.2fx %s |\n",
       op, static_cast<long long>(sh.S), static_cast<long long>(sh.C), policy, bias ? "yes" : "no",
       vec_pad == 0   ? "16 B"
       : vec_pad == 4 ? "8 B"
       : vec_pad == 2 ? "4 B"
                      : "2 B",
-      variant.c_str(), us, gbs, floor_us, ratio, target, ratio <= target ? "met" : "MISSED");
+      us, gbs, floor_us, ratio, target, ratio <= target ? "met" : "MISSED");
 }
 
 }  // namespace
@@ -171,13 +145,11 @@ int main() {
   std::printf("device-to-device copy (read + write): %.0f GB/s (median of %d, 2 GiB)\n", copy_gbs,
               kIters);
   std::printf(
-      "| op       |      S |     C | policy | bias | loads | var | median us |    GB/s | floor us |"
+      "| op       |      S |     C | policy | bias | loads | median us |    GB/s | floor us |"
       "  ratio | target     |\n");
   std::printf(
-      "|----------|--------|-------|--------|------|-------|-----|-----------|---------|----------|"
+      "|----------|--------|-------|--------|------|-------|-----------|---------|----------|"
       "--------|------------|\n");
-  const std::vector<std::string> fwd_variants = Variants("CONV1D_BENCH_FWD_VARIANTS");
-  const std::vector<std::string> bwd_variants = Variants("CONV1D_BENCH_BWD_VARIANTS");
 
   std::mt19937_64 rng(20261129);
   for (const Shape sh : {Shape{32768, 4096}, Shape{65536, 12288}}) {
@@ -221,69 +193,58 @@ int main() {
     }
     CHECK_CUDA(cudaStreamSynchronize(stream));
 
-    for (const std::string& var : fwd_variants) {
-      Select("CAKEGRAD_CONV1D_FWD_VARIANT", var);
-      for (bool bias : {true, false}) {
-        const double us = TimeMedianUs(
-            [&](int i) {
-              Conv1dFwdParams f;
-              f.x = sets[i % 2].x;
-              f.weight = d_w;
-              f.bias = bias ? d_b : nullptr;
-              f.cu_seqlens = d_cu;
-              f.seqlens_dtype = DType::kINT32;
-              f.y = sets[i % 2].y;
-              f.S = S;
-              f.C = C;
-              f.num_docs = static_cast<int64_t>(cu.size()) - 1;
-              f.device_status = d_status;
-              CHECK_OK(cakegrad::kernels::Conv1dForwardCuda(f, stream));
-            },
-            stream);
-        PrintRow("forward", sh, "-", bias, 0, var, us, 4.0 * n, copy_gbs, 1.15);
-      }
+    for (bool bias : {true, false}) {
+      const double us = TimeMedianUs(
+          [&](int i) {
+            Conv1dFwdParams f;
+            f.x = sets[i % 2].x;
+            f.weight = d_w;
+            f.bias = bias ? d_b : nullptr;
+            f.cu_seqlens = d_cu;
+            f.seqlens_dtype = DType::kINT32;
+            f.y = sets[i % 2].y;
+            f.S = S;
+            f.C = C;
+            f.num_docs = static_cast<int64_t>(cu.size()) - 1;
+            f.device_status = d_status;
+            CHECK_OK(cakegrad::kernels::Conv1dForwardCuda(f, stream));
+          },
+          stream);
+      PrintRow("forward", sh, "-", bias, 0, us, 4.0 * n, copy_gbs, 1.15);
     }
-    Select("CAKEGRAD_CONV1D_FWD_VARIANT", "-");
-    for (const std::string& var : bwd_variants) {
-      Select("CAKEGRAD_CONV1D_BWD_VARIANT", var);
-      for (int pad : {0, 4, 2}) {
-        for (SiluGradPreactivation policy :
-             {SiluGradPreactivation::kBF16, SiluGradPreactivation::kFP32}) {
-          for (bool bias : {true, false}) {
-            if (pad != 0 &&
-                (policy != SiluGradPreactivation::kBF16 || !bias || var != bwd_variants[0])) {
-              continue;
-            }
-            const double us = TimeMedianUs(
-                [&](int i) {
-                  Conv1dBwdParams p;
-                  p.x = sets[i % 2].x + pad;
-                  p.weight = d_w;
-                  p.bias = bias ? d_b : nullptr;
-                  p.cu_seqlens = d_cu;
-                  p.seqlens_dtype = DType::kINT32;
-                  p.dy = sets[i % 2].dy + pad;
-                  p.policy = policy;
-                  p.dx = sets[i % 2].dx + pad;
-                  p.dweight = d_dw;
-                  p.dbias = bias ? d_db : nullptr;
-                  p.workspace = d_ws;
-                  p.workspace_bytes = ws_bytes;
-                  p.S = S;
-                  p.C = C;
-                  p.num_docs = static_cast<int64_t>(cu.size()) - 1;
-                  p.device_status = d_status;
-                  CHECK_OK(cakegrad::kernels::Conv1dBackwardCuda(p, stream));
-                },
-                stream);
-            const bool bf16 = policy == SiluGradPreactivation::kBF16;
-            PrintRow("backward", sh, bf16 ? "bf16" : "fp32", bias, pad, pad == 0 ? var : "-", us,
-                     6.0 * n, copy_gbs, bf16 ? 1.25 : 1.5);
-          }
+    for (int pad : {0, 4, 2}) {
+      for (SiluGradPreactivation policy :
+           {SiluGradPreactivation::kBF16, SiluGradPreactivation::kFP32}) {
+        for (bool bias : {true, false}) {
+          if (pad != 0 && (policy != SiluGradPreactivation::kBF16 || !bias)) continue;
+          const double us = TimeMedianUs(
+              [&](int i) {
+                Conv1dBwdParams p;
+                p.x = sets[i % 2].x + pad;
+                p.weight = d_w;
+                p.bias = bias ? d_b : nullptr;
+                p.cu_seqlens = d_cu;
+                p.seqlens_dtype = DType::kINT32;
+                p.dy = sets[i % 2].dy + pad;
+                p.policy = policy;
+                p.dx = sets[i % 2].dx + pad;
+                p.dweight = d_dw;
+                p.dbias = bias ? d_db : nullptr;
+                p.workspace = d_ws;
+                p.workspace_bytes = ws_bytes;
+                p.S = S;
+                p.C = C;
+                p.num_docs = static_cast<int64_t>(cu.size()) - 1;
+                p.device_status = d_status;
+                CHECK_OK(cakegrad::kernels::Conv1dBackwardCuda(p, stream));
+              },
+              stream);
+          const bool bf16 = policy == SiluGradPreactivation::kBF16;
+          PrintRow("backward", sh, bf16 ? "bf16" : "fp32", bias, pad, us, 6.0 * n, copy_gbs,
+                   bf16 ? 1.25 : 1.5);
         }
       }
     }
-    Select("CAKEGRAD_CONV1D_BWD_VARIANT", "-");
     uint32_t status = 0;
     CHECK_CUDA(cudaMemcpy(&status, d_status, 4, cudaMemcpyDeviceToHost));
     if (status != 0) std::printf("device status %u: cu_seqlens flagged (bench bug)\n", status);

@@ -16,12 +16,17 @@
 
 namespace cakegrad::kernels::conv1d {
 
-// Raw storage of V consecutive BF16 values: one 16-, 4- or 2-byte access per thread and token.
+// Raw storage of V consecutive BF16 values: one 16-, 8-, 4- or 2-byte access per thread and
+// token.
 template <int V>
 struct BfVec;
 template <>
 struct BfVec<8> {
   using Raw = uint4;
+};
+template <>
+struct BfVec<4> {
+  using Raw = uint2;
 };
 template <>
 struct BfVec<2> {
@@ -43,6 +48,8 @@ template <int V>
 __device__ __forceinline__ RawT<V> ZeroRaw() {
   if constexpr (V == 8) {
     return make_uint4(0, 0, 0, 0);
+  } else if constexpr (V == 4) {
+    return make_uint2(0, 0);
   } else {
     return RawT<V>(0);
   }
@@ -60,6 +67,11 @@ __device__ __forceinline__ void Unpack(const RawT<V>& r, float (&out)[V]) {
       out[2 * i] = LoBf16(w[i]);
       out[2 * i + 1] = HiBf16(w[i]);
     }
+  } else if constexpr (V == 4) {
+    out[0] = LoBf16(r.x);
+    out[1] = HiBf16(r.x);
+    out[2] = LoBf16(r.y);
+    out[3] = HiBf16(r.y);
   } else if constexpr (V == 2) {
     out[0] = LoBf16(r);
     out[1] = HiBf16(r);
@@ -81,6 +93,8 @@ __device__ __forceinline__ RawT<V> Pack(const float (&v)[V]) {
   if constexpr (V == 8) {
     return make_uint4(PackBf16x2(v[0], v[1]), PackBf16x2(v[2], v[3]), PackBf16x2(v[4], v[5]),
                       PackBf16x2(v[6], v[7]));
+  } else if constexpr (V == 4) {
+    return make_uint2(PackBf16x2(v[0], v[1]), PackBf16x2(v[2], v[3]));
   } else if constexpr (V == 2) {
     return PackBf16x2(v[0], v[1]);
   } else {
@@ -217,6 +231,89 @@ __device__ __forceinline__ bool AnyMark(const uint32_t* marks, int lo, int n) {
   return any;
 }
 
+// ---- the prefetch rings ----
+//
+// A thread's walk consumes one token per step and asks for the token kDepth steps ahead. Two
+// ways to keep those tokens in flight:
+//  - RegRing: plain loads into registers (costs 4 * kDepth * V / 8 registers per tensor, which
+//    bounds the depth at the register budget);
+//  - SmemRing: cp.async into this thread's own slots of shared memory, so the depth costs no
+//    registers. Each thread reads back only what it copied itself, so cp.async.wait_group is the
+//    only synchronization. The ring has kDepth + 4 slots: the slot a step refills was read four
+//    steps earlier and its value has been consumed since, so the refill cannot overtake the
+//    read.
+// Tokens past the end (or before token 0) read as zeros in both.
+
+// A 16-, 8- or 4-byte cp.async that zero-fills when !valid (src-size 0: nothing is read; `src`
+// must still be a valid address).
+template <int V>
+__device__ __forceinline__ void CpAsyncOrZero(RawT<V>* dst, const uint16_t* src, bool valid) {
+  constexpr int kBytes = static_cast<int>(sizeof(RawT<V>));
+  static_assert(kBytes >= 4, "cp.async copies 4, 8 or 16 bytes");
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  const int n = valid ? kBytes : 0;
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(kBytes),
+                 "r"(n)
+                 : "memory");
+  }
+}
+
+template <int V, int kDepth>
+struct RegRing {
+  static constexpr bool kAsync = false;
+  static constexpr int kAhead = kDepth;
+  static constexpr int kSlots = kDepth;
+  static constexpr int kUnroll = kDepth;  // slot indices become constants
+  static_assert(kDepth % 4 == 0, "the walk's window needs steps in groups of 4");
+  static constexpr int kSmemBytes = 0;
+  RawT<V> r[kSlots];
+  __device__ __forceinline__ void Init(void*, int) {}
+  __device__ __forceinline__ RawT<V> Get(int s) const { return r[s]; }
+  __device__ __forceinline__ void Issue(int s, const uint16_t* src, bool valid, const uint16_t*) {
+    r[s] = valid ? LoadRaw<V>(src) : ZeroRaw<V>();
+  }
+};
+
+template <int V, int kDepth, int kThreads>
+struct SmemRing {
+  static constexpr bool kAsync = true;
+  static constexpr int kAhead = kDepth;
+  static constexpr int kSlots = kDepth + 4;
+  static constexpr int kUnroll = kSlots;
+  static_assert(kDepth % 4 == 0, "the walk's window needs steps in groups of 4");
+  static constexpr int kSmemBytes = kSlots * kThreads * static_cast<int>(sizeof(RawT<V>));
+  RawT<V>* base;  // slot s of this thread: base[s * kThreads] (a warp reads 32 adjacent vectors)
+  __device__ __forceinline__ void Init(void* ring, int tid) {
+    base = static_cast<RawT<V>*>(ring) + tid;
+  }
+  __device__ __forceinline__ RawT<V> Get(int s) const { return base[s * kThreads]; }
+  __device__ __forceinline__ void Issue(int s, const uint16_t* src, bool valid,
+                                        const uint16_t* safe) {
+    CpAsyncOrZero<V>(base + s * kThreads, valid ? src : safe, valid);
+  }
+};
+
+// Before reading step i's slot: all but the newest kDepth - 1 groups (steps i + 1 .. i + kDepth
+// - 1) have landed. One group is committed per step, so the count is uniform.
+template <class Ring>
+__device__ __forceinline__ void RingWait() {
+  if constexpr (Ring::kAsync) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(Ring::kAhead - 1) : "memory");
+  }
+}
+template <class Ring>
+__device__ __forceinline__ void RingCommit() {
+  if constexpr (Ring::kAsync) asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <class Ring>
+__device__ __forceinline__ void RingDrain() {
+  if constexpr (Ring::kAsync) asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
 // ---- host side ----
 
 inline bool Aligned(const void* p, int bytes) {
@@ -229,6 +326,7 @@ inline int ChooseVec(int64_t C, const void* a, const void* b, const void* c) {
     return Aligned(a, bytes) && Aligned(b, bytes) && Aligned(c, bytes);
   };
   if (C % 8 == 0 && all_aligned(16)) return 8;
+  if (C % 4 == 0 && all_aligned(8)) return 4;
   if (C % 2 == 0 && all_aligned(4)) return 2;
   return 1;
 }
@@ -239,6 +337,8 @@ Status DispatchVec(int vec, F&& f) {
   switch (vec) {
     case 8:
       return f(std::integral_constant<int, 8>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
     case 2:
       return f(std::integral_constant<int, 2>{});
     case 1:

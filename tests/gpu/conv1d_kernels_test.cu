@@ -149,8 +149,8 @@ std::vector<uint16_t> Padded(const std::vector<uint16_t>& v, int pad) {
 }
 
 // A problem's device buffers. `pad` extra elements in front of every activation buffer: the
-// calls use base + pad, which changes the alignment the kernels see (1: 2-byte, 2: 4-byte, 0:
-// 256-byte).
+// calls use base + pad, which changes the alignment the kernels see (1: 2-byte, 2: 4-byte, 4:
+// 8-byte, 0: 256-byte).
 struct DeviceProblem {
   DeviceProblem(const Problem& p, int pad = 0)
       : x(Padded(p.x, pad)),
@@ -663,8 +663,9 @@ TEST_P(Conv1dGpuDeterminism, BitwiseAcrossWorkspacesStreamsGraphsAndAlignment) {
   CUDA_ASSERT_OK(cudaStreamDestroy(s1));
   CUDA_ASSERT_OK(cudaStreamDestroy(s2));
 
-  // Offsets of 2 and 1 elements force the 4-byte and 2-byte vector routes (when C allows 16).
-  for (int pad : {2, 1}) {
+  // Offsets of 4, 2 and 1 elements force the 8-, 4- and 2-byte vector routes (when C allows
+  // 16).
+  for (int pad : {4, 2, 1}) {
     DeviceProblem dp(p, pad);
     ExpectSameBits(base, RunAll(p, &dp, nullptr, pad),
                    "pointers offset by " + std::to_string(pad) + " elements");
