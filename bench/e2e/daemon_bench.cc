@@ -1,7 +1,7 @@
 // What the daemon adds on top of the kernels, measured as a client sees it.
 //
 //   cakegrad_daemon_bench --address=unix:///run/cakegrad/cakegrad.sock latency [--event]
-//     conv1d backward (S=2048, C=1024) submitted back to back: client round-trip p50/p99, the
+//     conv1d backward (S=2048, C=1024 unless --tokens/--channels) submitted back to back: client round-trip p50/p99, the
 //     daemon's own queue, compute and GPU times, and the kernel alone called in this process
 //     (CUDA events on the cuda backend, wall clock of the reference on the host backend).
 //     --event: EVENT completion. The client's stream first runs a 3 ms spin kernel, as a
@@ -46,6 +46,8 @@
 
 ABSL_FLAG(std::string, address, "", "daemon address (default $CAKEGRAD_ADDRESS or the socket)");
 ABSL_FLAG(int, iters, 2000, "latency: requests");
+ABSL_FLAG(int64_t, tokens, 2048, "latency: S of conv1d_backward");
+ABSL_FLAG(int64_t, channels, 1024, "latency: C of conv1d_backward");
 ABSL_FLAG(bool, event, false, "latency: EVENT completion (cuda backend) instead of SYNC");
 ABSL_FLAG(std::string, clients, "1,4,16", "busy: client process counts");
 ABSL_FLAG(double, seconds, 5, "busy: seconds each client submits");
@@ -145,7 +147,7 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 int Latency(Client& client, bool cuda) {
-  const int64_t S = 2048, C = 1024;
+  const int64_t S = absl::GetFlag(FLAGS_tokens), C = absl::GetFlag(FLAGS_channels);
   Arena arena(client, cuda, 64ull << 20);
   cakegrad::Conv1dBackwardArgs a;
   a.x = arena.Add(DType::kBF16, {S, C});

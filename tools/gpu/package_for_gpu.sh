@@ -15,11 +15,16 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=("$BUILD/server/cakegradd" "$BUILD/client/cakegrad" "$BUILD/tests/gpu/daemon/cakegrad_gpu_daemon_tests"
       "$BUILD/bench/cakegrad_daemon_bench")
-for f in conv1d mhc kda; do
-  bins+=("$BUILD/tests/cakegrad_gpu_${f}_tests" "$BUILD/bench/cakegrad_${f}_bench")
-done
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "missing $b: build it first (scripts/build.sh)" >&2; exit 1; }
+done
+# The family test and bench binaries are optional: a daemon-only run needs none of them.
+for f in conv1d mhc kda; do
+  for b in "$BUILD/tests/cakegrad_gpu_${f}_tests" "$BUILD/bench/cakegrad_${f}_bench"; do
+    if [ -x "$b" ]; then bins+=("$b"); else echo "note: $b not built, not packed" >&2; fi
+  done
+done
+for b in "${bins[@]}"; do
   cp "$b" "$out/bin/"
   strip --strip-debug "$out/bin/$(basename "$b")"
   patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$out/bin/$(basename "$b")"
