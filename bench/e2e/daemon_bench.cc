@@ -1,9 +1,10 @@
 // What the daemon adds on top of the kernels, measured as a client sees it.
 //
 //   cakegrad_daemon_bench --address=unix:///run/cakegrad/cakegrad.sock latency [--event]
-//     conv1d backward (S=2048, C=1024 unless --tokens/--channels) submitted back to back: client round-trip p50/p99, the
-//     daemon's own queue, compute and GPU times, and the kernel alone called in this process
-//     (CUDA events on the cuda backend, wall clock of the reference on the host backend).
+//     conv1d backward (S=2048, C=1024 unless --tokens/--channels) submitted back to back: client
+//     round-trip p50/p99, the daemon's own queue, compute and GPU times, and the kernel alone
+//     called in this process (CUDA events on the cuda backend, wall clock of the reference on the
+//     host backend).
 //     --event: EVENT completion. The client's stream first runs a 3 ms spin kernel, as a
 //     trainer's host runs ahead of its GPU; events bracketing the call on that stream then
 //     measure what the call costs the stream: the daemon's wait on the ready event, its
@@ -113,10 +114,16 @@ class Arena {
     const uint64_t size = static_cast<uint64_t>(n * k::DTypeBytes(dtype));
     if (next_ + size > bytes_) Die(absl::ResourceExhaustedError("arena too small"));
     Tensor t{region_, next_, dtype, std::move(shape)};
-    std::vector<uint16_t> fill((size + 1) / 2);
+    // A 1 MiB random block repeated: drawing every value would make a client's set-up take
+    // seconds for the largest shapes, and the kernels' speed does not depend on the pattern.
+    std::vector<uint16_t> block(512 * 1024);
     std::mt19937 rng(static_cast<unsigned>(next_));
     std::normal_distribution<float> normal(0.f, 0.5f);
-    for (auto& v : fill) v = k::FloatToBf16(normal(rng));
+    for (auto& v : block) v = k::FloatToBf16(normal(rng));
+    std::vector<uint16_t> fill((size + 1) / 2);
+    for (size_t i = 0; i < fill.size(); i += block.size()) {
+      std::copy_n(block.begin(), std::min(block.size(), fill.size() - i), fill.begin() + i);
+    }
     Copy(t, fill.data(), size);
     next_ += (size + 255) / 256 * 256;
     return t;
@@ -282,7 +289,8 @@ int64_t NowUs() {
 }
 
 // One client process: sets up, waits for the common start, then submits mHC backward_finish
-// back to back until the window ends; prints "requests gpu_us compute_us late_start".
+// back to back until the window ends; prints "requests gpu_us compute_us queue_us rtt_us
+// late_start" (sums over its requests).
 int Worker(Client& client, bool cuda) {
   const int64_t T = absl::GetFlag(FLAGS_mhc_tokens), C = 4096;
   Arena arena(client, cuda, static_cast<uint64_t>(T) * C * 24 + (64ull << 20));
@@ -304,15 +312,19 @@ int Worker(Client& client, bool cuda) {
   const bool late = NowUs() > start;  // set-up took longer than the master allowed
   while (NowUs() < start) std::this_thread::sleep_for(std::chrono::microseconds(200));
   int64_t n = 0;
-  double gpu = 0, compute = 0;
+  double gpu = 0, compute = 0, queue = 0, rtt = 0;
   while (NowUs() < end) {
+    const int64_t t0 = NowUs();
     auto r = client.MhcBackwardFinish(a);
     if (!r.ok()) Die(r.status());
+    rtt += static_cast<double>(NowUs() - t0);
     ++n;
     gpu += r->gpu_us();
     compute += r->compute_us();
+    queue += r->queue_us();
   }
-  std::printf("%lld %.1f %.1f %d\n", static_cast<long long>(n), gpu, compute, late ? 1 : 0);
+  std::printf("%lld %.1f %.1f %.1f %.1f %d\n", static_cast<long long>(n), gpu, compute, queue, rtt,
+              late ? 1 : 0);
   return 0;
 }
 
@@ -331,7 +343,7 @@ int Busy(const char* self, int devices, bool cuda) {
   for (absl::string_view count : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
     const int clients = std::stoi(std::string(count));
     // Set-up (allocation, random fill, registration) happens before the common start.
-    const int64_t start_at = NowUs() + 3000000 + 250000 * clients;
+    const int64_t start_at = NowUs() + 4000000 + 250000 * clients;
     std::vector<FILE*> workers;
     for (int i = 0; i < clients; ++i) {
       const std::string cmd = absl::StrCat(
@@ -340,24 +352,27 @@ int Busy(const char* self, int devices, bool cuda) {
       workers.push_back(popen(cmd.c_str(), "r"));
     }
     long long requests = 0;
-    double gpu_us = 0, compute_us = 0;
+    double gpu_us = 0, compute_us = 0, queue_us = 0, rtt_us = 0;
     int late = 0;
     for (FILE* w : workers) {
       long long n = 0;
-      double g = 0, c = 0;
+      double g = 0, c = 0, q = 0, r = 0;
       int l = 0;
-      if (w == nullptr || std::fscanf(w, "%lld %lf %lf %d", &n, &g, &c, &l) != 4) {
+      if (w == nullptr || std::fscanf(w, "%lld %lf %lf %lf %lf %d", &n, &g, &c, &q, &r, &l) != 6) {
         Die(absl::InternalError("a worker printed no result"));
       }
       if (pclose(w) != 0) Die(absl::InternalError("worker failed"));
       requests += n;
       gpu_us += g;
       compute_us += c;
+      queue_us += q;
+      rtt_us += r;
       late += l;
     }
-    std::printf("| %d | %lld | %.0f | %.1f%% | %.1f | %.1f |%s\n", clients, requests,
-                requests / seconds, 100.0 * gpu_us / 1e6 / seconds / devices,
-                gpu_us / std::max(1ll, requests), compute_us / std::max(1ll, requests),
+    const double per = static_cast<double>(std::max(1ll, requests));
+    std::printf("| %d | %lld | %.0f | %.1f%% | %.1f | %.1f | %.1f | %.1f |%s\n", clients, requests,
+                requests / seconds, 100.0 * gpu_us / 1e6 / seconds / devices, gpu_us / per,
+                compute_us / per, queue_us / per, rtt_us / per,
                 late > 0 ? absl::StrCat(" (", late, " workers started late)").c_str() : "");
   }
   return 0;

@@ -6,6 +6,7 @@
 #   4. each family's benchmark, then the PyTorch references of the same math
 #   5. the Python two-trainer test (tools/gpu/run_python_gpu.sh)
 #   6. the daemon's overhead and GPU busy fraction (cakegrad_daemon_bench), eager and graphs
+#   7. the EVENT latency again under MPS (one context for all processes)
 #   3. compute-sanitizer memcheck + racecheck on each family's *Sanitize* tests (last: the
 #      slowest and, for unchanged kernels, a repeat)
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
@@ -96,6 +97,33 @@ if ! skip 6; then
     note "daemon bench (cuda_graphs=$graphs): rc=$?"
     kill -TERM $dpid; wait $dpid
   done
+fi
+if ! skip 7; then
+  # EVENT completion hands the GPU from the trainer's process to the daemon's and back; without
+  # MPS that is a context switch each way. This stage repeats the EVENT latency under an MPS
+  # control daemon of our own (pipe and log directories under /tmp, stopped afterwards; no
+  # device setting is changed). Skipped with a note when MPS cannot start.
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/cakegrad-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/cakegrad-mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d \
+      > "$LOG/mps_start.log" 2>&1; then
+    sock=/tmp/cakegrad-bench-mps.sock
+    "$CAKEGRAD_DAEMON" --socket=$sock --backend=cuda > "$LOG/daemon_bench_mps.log" 2>&1 &
+    dpid=$!
+    for _ in $(seq 100); do "$bin/cakegrad" health --address=unix://$sock --timeout=0.2 \
+      >/dev/null 2>&1 && break; sleep 0.1; done
+    {
+      echo "== MPS (nvidia-cuda-mps-control -d), cuda_graphs=0"
+      timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock latency
+      timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock --event latency
+    } >> "$LOG/daemon_bench.txt" 2>&1
+    note "daemon bench under MPS: rc=$?"
+    kill -TERM $dpid; wait $dpid
+    echo quit | nvidia-cuda-mps-control
+  else
+    note "MPS: could not start ($(tail -1 "$LOG/mps_start.log" 2>/dev/null))"
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 if ! skip 3; then
   for f in conv1d mhc kda; do
