@@ -11,8 +11,9 @@
 #      slowest and, for unchanged kernels, a repeat)
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
 # cut short by the device tool's limit still returns what finished); a summary prints at the end.
-# STEPS (python test), PYTHON_FIRST (below) and SKIP (space-separated stage numbers to skip)
-# tune it. All stages take more than one device call's 10 minutes: for unchanged kernels run
+# STEPS (python test), PYTHON_FIRST (below), FAMILIES (default "conv1d mhc kda"), TORCH_REF=0
+# (no PyTorch references in stage 4) and SKIP (space-separated stage numbers) tune it. All
+# stages take more than one device call's 10 minutes: for unchanged kernels run
 # PYTHON_FIRST=1 SKIP="2 3 4"; after kernel changes, SKIP="1 5 6" (each fits one call).
 set -uo pipefail
 OUT=${OUT:-/tmp/cakegrad-out}
@@ -56,8 +57,9 @@ if ! skip 1; then
   "$bin/cakegrad_gpu_daemon_tests" > "$LOG/gpu_daemon_tests.log" 2>&1
   note "daemon (cuda backend, IPC): rc=$? $(gtest_line "$LOG/gpu_daemon_tests.log")"
 fi
+FAMILIES=${FAMILIES:-conv1d mhc kda}  # stages 2, 3, 4: which kernel families
 if ! skip 2; then
-  for f in conv1d mhc kda; do
+  for f in $FAMILIES; do
     timeout 200 "$bin/cakegrad_gpu_${f}_tests" > "$LOG/gpu_${f}_tests.log" 2>&1
     note "$f GPU tests: rc=$? $(gtest_line "$LOG/gpu_${f}_tests.log")"
     grep -E "FAILED|Failure" "$LOG/gpu_${f}_tests.log" | head -5 | tee -a "$summary"
@@ -65,12 +67,13 @@ if ! skip 2; then
 fi
 [ "${PYTHON_FIRST:-0}" = 1 ] && wait_python
 if ! skip 4; then
-  for f in conv1d mhc kda; do
+  for f in $FAMILIES; do
     timeout 150 "$bin/cakegrad_${f}_bench" > "$LOG/bench_${f}.txt" 2>&1
     note "$f bench: rc=$?"
   done
-  for py in bench/*_torch_ref.py; do
-    [ -f "$py" ] || continue
+  for f in $FAMILIES; do
+    py=bench/${f}_torch_ref.py
+    [ -f "$py" ] && [ "${TORCH_REF:-1}" = 1 ] || continue
     timeout 150 python3 "$py" > "$LOG/$(basename "$py" .py).txt" 2>&1
     note "$py: rc=$?"
   done
@@ -126,7 +129,7 @@ if ! skip 7; then
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 if ! skip 3; then
-  for f in conv1d mhc kda; do
+  for f in $FAMILIES; do
     for tool in memcheck racecheck; do
       timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 \
         "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \

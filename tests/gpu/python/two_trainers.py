@@ -172,6 +172,9 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
     from cakegrad import _cuda
 
     torch.manual_seed(1000 + rank)
+    # The float64 references run on the CPU as many small ops; two trainers with one thread per
+    # core each oversubscribe the machine (15 s of checking per step on the H200 host).
+    torch.set_num_threads(max(1, min(4, (os.cpu_count() or 2) // 4)))
     client = cakegrad.connect(address, client_name=f"two_trainers-rank{rank}")
     preflight = {}
     if device_kind == "cuda":
