@@ -9,6 +9,8 @@
 //     trainer's host runs ahead of its GPU; events bracketing the call on that stream then
 //     measure what the call costs the stream: the daemon's wait on the ready event, its
 //     kernel, and the done event's signal back. The host round trip is printed beside it.
+//   cakegrad_daemon_bench --address=... rpc
+//     the gRPC floor: round trips of a call that does no work (GetServerStatus).
 //   cakegrad_daemon_bench --address=... busy --clients=1,4,16 --seconds=5
 //     K client processes set up, then submit mHC backward_finish (T=4096, C=4096) back to back
 //     (SYNC) over the same wall-clock window; prints the GPU's busy fraction of that window:
@@ -282,6 +284,22 @@ int Latency(Client& client, bool cuda) {
   return 0;
 }
 
+// The gRPC floor: a call that does no work (GetServerStatus), back to back.
+int Rpc(Client& client) {
+  std::vector<double> rtt;
+  const int iters = absl::GetFlag(FLAGS_iters);
+  for (int i = 0; i < iters + 50; ++i) {
+    const auto t0 = Clock::now();
+    auto r = client.GetServerStatus();
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (!r.ok()) Die(r.status());
+    if (i >= 50) rtt.push_back(us);
+  }
+  std::printf("GetServerStatus, %d calls: round trip p50 %.1f us, p99 %.1f us\n", iters,
+              Percentile(rtt, 0.5), Percentile(rtt, 0.99));
+  return 0;
+}
+
 int64_t NowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -390,9 +408,10 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_role) == "worker") return Worker(**client, cuda);
   const std::string mode = args.size() > 1 ? args[1] : "latency";
   if (mode == "latency") return Latency(**client, cuda);
+  if (mode == "rpc") return Rpc(**client);
   if (mode == "busy") {
     return Busy(argv[0], std::max(1, caps->devices_size()), cuda);
   }
-  std::fprintf(stderr, "usage: cakegrad_daemon_bench [--address=...] latency|busy\n");
+  std::fprintf(stderr, "usage: cakegrad_daemon_bench [--address=...] latency|busy|rpc\n");
   return 2;
 }

@@ -92,6 +92,7 @@ if ! skip 6; then
       >/dev/null 2>&1 && break; sleep 0.1; done
     {
       echo "== cuda_graphs=$graphs"
+      timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock rpc
       timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock latency
       timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock --event latency
       timeout 120 "$bin/cakegrad_daemon_bench" --address=unix://$sock busy --clients=1,4,16 \
