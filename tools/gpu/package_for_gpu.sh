@@ -36,5 +36,9 @@ for b in "${bins[@]}"; do
   done
 done
 for lib in "$out"/lib/*; do patchelf --force-rpath --set-rpath '$ORIGIN' "$lib"; done
+# The commit the binaries were built from (the GPU machine's copy of .git may be older).
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt")
+echo "$(git -C "$src" rev-parse HEAD)$(git -C "$src" diff --quiet HEAD || echo ' (with uncommitted changes)') built in $BUILD on $(date -u +%FT%TZ)" \
+  > "$out/SOURCE"
 bash client/python/generate_proto.sh >/dev/null
 echo "packed $(ls "$out/bin" | wc -l) binaries, $(ls "$out/lib" | wc -l) libraries: $(du -sh "$out" | cut -f1)"

@@ -31,7 +31,8 @@ skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "command: bash tools/gpu/run_all_gpu.sh (SKIP='${SKIP:-}')"
+  echo "binaries: $(cat .carry/gpu/SOURCE 2>/dev/null || echo 'unknown source')"
+  echo "command: bash tools/gpu/run_all_gpu.sh (SKIP='${SKIP:-}' FAMILIES='${FAMILIES:-}' PYTHON_FIRST=${PYTHON_FIRST:-0})"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 } | tee "$LOG/env.txt" >> "$summary"
 
