@@ -21,9 +21,8 @@ GraphCache::~GraphCache() {
   }
 }
 
-absl::Status GraphCache::Run(const std::string& key, cudaStream_t stream,
-                             const std::function<absl::Status()>& enqueue, GraphOutcome* outcome) {
-  *outcome = GraphOutcome::kNotUsed;
+absl::StatusOr<cudaGraph_t> GraphCache::Capture(cudaStream_t stream,
+                                                const std::function<absl::Status()>& enqueue) {
   if (cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
       err != cudaSuccess) {
     return CudaError(err, "cudaStreamBeginCapture");
@@ -37,7 +36,11 @@ absl::Status GraphCache::Run(const std::string& key, cudaStream_t stream,
     return enqueued;
   }
   if (ended != cudaSuccess) return CudaError(ended, "cudaStreamEndCapture");
+  return graph;
+}
 
+absl::StatusOr<cudaGraphExec_t> GraphCache::Install(const std::string& key, cudaGraph_t graph,
+                                                    GraphOutcome* outcome) {
   cudaGraphExec_t exec = nullptr;
   auto it = index_.find(key);
   if (it != index_.end()) {
@@ -68,10 +71,28 @@ absl::Status GraphCache::Run(const std::string& key, cudaStream_t stream,
     }
   }
   cudaGraphDestroy(graph);
-  if (cudaError_t err = cudaGraphLaunch(exec, stream); err != cudaSuccess) {
+  return exec;
+}
+
+absl::Status GraphCache::Run(const std::string& key, cudaStream_t stream,
+                             const std::function<absl::Status()>& enqueue, GraphOutcome* outcome) {
+  *outcome = GraphOutcome::kNotUsed;
+  absl::StatusOr<cudaGraph_t> graph = Capture(stream, enqueue);
+  if (!graph.ok()) return graph.status();
+  absl::StatusOr<cudaGraphExec_t> exec = Install(key, *graph, outcome);
+  if (!exec.ok()) return exec.status();
+  if (cudaError_t err = cudaGraphLaunch(*exec, stream); err != cudaSuccess) {
     return CudaError(err, "cudaGraphLaunch");
   }
   return absl::OkStatus();
+}
+
+absl::Status GraphCache::Prepare(const std::string& key, cudaStream_t stream,
+                                 const std::function<absl::Status()>& enqueue) {
+  absl::StatusOr<cudaGraph_t> graph = Capture(stream, enqueue);
+  if (!graph.ok()) return graph.status();
+  GraphOutcome outcome = GraphOutcome::kNotUsed;
+  return Install(key, *graph, &outcome).status();
 }
 
 }  // namespace cakegrad::server
