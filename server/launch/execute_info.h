@@ -12,6 +12,19 @@ namespace cakegrad::server {
 // the cache.
 enum class GraphOutcome { kNotUsed, kHit, kMiss };
 
+// As RunResponse.graph and the metrics' result label say it: "hit", "miss", "" (eager).
+inline const char* GraphOutcomeName(GraphOutcome outcome) {
+  switch (outcome) {
+    case GraphOutcome::kHit:
+      return "hit";
+    case GraphOutcome::kMiss:
+      return "miss";
+    case GraphOutcome::kNotUsed:
+      break;
+  }
+  return "";
+}
+
 struct ExecuteInfo {
   GraphOutcome graph = GraphOutcome::kNotUsed;
   // The call's time on the GPU (CUDA events around its launches); zero where unknown (host

@@ -256,6 +256,7 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
       response->set_queue_us(absl::ToDoubleMicroseconds(timing.queued));
       response->set_compute_us(absl::ToDoubleMicroseconds(timing.compute));
       response->set_gpu_us(absl::ToDoubleMicroseconds(timing.info.gpu));
+      response->set_graph(GraphOutcomeName(timing.info.graph));
     }
     RecordRun(name, status, start, timing);
     reactor->Finish(ToGrpc(status));
