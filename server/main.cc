@@ -30,6 +30,11 @@ ABSL_FLAG(std::string, workspace_for, "",
 ABSL_FLAG(uint64_t, cuda_graphs, 0,
           "captured CUDA graphs kept per GPU (LRU); 0 launches every call eagerly. Replays are "
           "bitwise equal to eager launches");
+ABSL_FLAG(std::string, capture_at_start, "",
+          "text-format cakegrad.v1.WarmupPlan file (request { conv1d_backward { x { dtype: BF16 "
+          "shape: [4096, 2048] } ... } } ...): these shapes are captured as CUDA graphs on every "
+          "GPU before health turns SERVING, so their first request is a cache hit. Needs "
+          "--cuda_graphs >= the number of shapes and the cuda backend");
 ABSL_FLAG(uint64_t, max_event_slots, 64, "EVENT completion: slots of one session's event ring");
 ABSL_FLAG(int, metrics_port, 0, "Prometheus /metrics HTTP port; 0 disables it");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1", "address the metrics endpoint binds");
@@ -68,6 +73,7 @@ int main(int argc, char** argv) {
   options.workspace_bytes = absl::GetFlag(FLAGS_workspace_bytes);
   options.workspace_for = absl::GetFlag(FLAGS_workspace_for);
   options.cuda_graphs = absl::GetFlag(FLAGS_cuda_graphs);
+  options.capture_at_start = absl::GetFlag(FLAGS_capture_at_start);
   options.max_event_slots = absl::GetFlag(FLAGS_max_event_slots);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);

@@ -7,9 +7,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "daemon/capture_plan.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
@@ -85,7 +88,15 @@ absl::Status Daemon::Listen(const DaemonOptions& options) {
 
 absl::Status Daemon::Assemble(const DaemonOptions& options) {
   // A bad plan is a configuration error on any backend: refuse to start.
-  ASSIGN_OR_RETURN(const int64_t planned_workspace, WorkspaceBytesForPlan(options.workspace_for));
+  ASSIGN_OR_RETURN(int64_t planned_workspace, WorkspaceBytesForPlan(options.workspace_for));
+  RETURN_IF_ERROR(
+      CheckCaptureOptions(options.capture_at_start, options.cuda_graphs, options.backend));
+  std::optional<CapturePlan> capture;
+  if (!options.capture_at_start.empty()) {
+    ASSIGN_OR_RETURN(capture, LoadCapturePlan(options.capture_at_start, options.cuda_graphs));
+    // The shapes named for capture are shapes to serve: the workspace fits them too.
+    planned_workspace = std::max(planned_workspace, capture->workspace_bytes);
+  }
   const std::string& choice = options.backend;
   if (choice == "host" || (choice == "auto" && !CudaDevicePresent())) {
     backend_ = MakeHostBackend();
@@ -99,9 +110,22 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--backend must be auto, cuda or host, got \"", choice, "\""));
   }
+  if (capture.has_value() && backend_->memory() != RegionKind::kCuda) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(capture->source, " captures CUDA graphs, but --backend=", choice,
+                     " chose the ", backend_->name(), " backend (no GPU is visible)"));
+  }
   metrics_ = std::make_unique<Metrics>();
   if (options.metrics_port != 0) {
     RETURN_IF_ERROR(metrics_->Expose(options.metrics_address, options.metrics_port));
+  }
+  if (capture.has_value()) {
+    // Before the executors exist: the graph caches have no other user yet, and health stays
+    // NOT_SERVING until every shape is captured.
+    const absl::Time start = absl::Now();
+    RETURN_IF_ERROR(CaptureAtStart(*capture, backend_.get(), metrics_.get()));
+    spdlog::info("captured {} shape(s) on {} GPU(s) in {:.1f} ms", capture->entries.size(),
+                 backend_->num_devices(), absl::ToDoubleMilliseconds(absl::Now() - start));
   }
   regions_ = std::make_unique<RegionRegistry>(options.max_regions_per_session);
   Backend* backend = backend_.get();

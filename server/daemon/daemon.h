@@ -29,6 +29,7 @@ struct DaemonOptions {
   int64_t workspace_bytes = 256ll << 20;
   std::string workspace_for;      // largest shapes to serve (launch/workspace_plan.h)
   uint64_t cuda_graphs = 0;       // graph cache entries per GPU; 0: eager launches
+  std::string capture_at_start;   // shapes to capture before SERVING (daemon/capture_plan.h)
   uint64_t max_event_slots = 64;  // EVENT completion ring per session
   int metrics_port = 0;           // 0: no metrics endpoint
   std::string metrics_address = "127.0.0.1";

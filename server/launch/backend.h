@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "cakegrad/v1/regions.pb.h"
 #include "cakegrad/v1/service.pb.h"
 #include "launch/execute_info.h"
@@ -38,6 +39,24 @@ class Backend {
   virtual absl::Status Execute(const BoundCall& call, ExecuteInfo* info, FinishFn* finish) = 0;
   // How many calls may be in flight on one device (launched, finish not yet called).
   virtual int max_in_flight() const { return 1; }
+
+  // Start-up capture (--capture_at_start). Device memory for the tensors of calls to capture,
+  // freed when the last copy of the range's mapping goes.
+  virtual absl::StatusOr<MappedRange> AllocateScratch(int device, uint64_t bytes) {
+    (void)device;
+    (void)bytes;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", name(), " backend captures no CUDA graphs"));
+  }
+  // Captures and instantiates the graph `call` would launch, exactly as Execute would for a SYNC
+  // call, in call.device's graph cache, without running it. Called before the executors start.
+  virtual absl::Status PrepareGraph(const BoundCall& call) {
+    (void)call;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", name(), " backend captures no CUDA graphs"));
+  }
+  // Graphs one device's cache keeps (--cuda_graphs); 0 when every call launches eagerly.
+  virtual size_t graph_cache_capacity() const { return 0; }
 
   // EVENT completion. Opens the client's ready events on the GPU named by `gpu_uuid` and
   // returns the handles of the daemon's done events, one per slot.

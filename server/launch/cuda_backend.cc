@@ -2,6 +2,7 @@
 // stream, workspace and status word per visible GPU, created at start.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -47,6 +48,31 @@ class IpcMapping : public Mapping {
   int device_;
   void* ptr_;
 };
+
+// Device memory the daemon allocated itself for start-up capture (AllocateScratch).
+class ScratchMapping : public Mapping {
+ public:
+  ScratchMapping(int device, void* ptr) : device_(device), ptr_(ptr) {}
+  ~ScratchMapping() override {
+    cudaSetDevice(device_);
+    const cudaError_t err = cudaFree(ptr_);
+    if (err != cudaSuccess) {
+      spdlog::error("cudaFree of capture scratch: {}", cudaGetErrorString(err));
+    }
+  }
+
+ private:
+  int device_;
+  void* ptr_;
+};
+
+// What a call enqueues, eagerly or under capture. Execute and PrepareGraph both go through it,
+// so a graph captured at start has the nodes a request's capture has, and updates in place.
+absl::Status EnqueueCall(const BoundCall& call, const LaunchContext& ctx) {
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ctx.device_status, 0, sizeof(uint32_t), ctx.stream),
+                       "clearing the status word");
+  return FromKernelStatus(call.op->launch(call, ctx));
+}
 
 // A session's EVENT completion slots on one GPU: the client's ready events (opened here), the
 // daemon's done events (exported), and a status word per slot in mapped pinned memory, which
@@ -310,28 +336,8 @@ class CudaBackend : public Backend {
     ctx.cuda = true;
     ctx.stream = d.stream;
     ctx.device_status = ring != nullptr ? ring->status_dev + call.event_slot : slot->status_dev;
-    if (call.has("workspace")) {
-      ctx.workspace = call.tensor("workspace").data;
-      ctx.workspace_bytes = static_cast<int64_t>(call.tensor("workspace").bytes);
-    } else if (call.op->workspace_bytes) {
-      const int64_t need = call.op->workspace_bytes(call.dims);
-      if (need > d.workspace_bytes) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat(call.op->name, " needs ", need,
-                         " bytes of workspace for these shapes; the daemon's "
-                         "per-device workspace is ",
-                         d.workspace_bytes,
-                         " bytes (--workspace_bytes). Pass a "
-                         "workspace tensor or raise the limit"));
-      }
-      ctx.workspace = d.workspace;
-      ctx.workspace_bytes = d.workspace_bytes;
-    }
-    auto enqueue = [&]() -> absl::Status {
-      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ctx.device_status, 0, sizeof(uint32_t), d.stream),
-                           "clearing the status word");
-      return FromKernelStatus(call.op->launch(call, ctx));
-    };
+    RETURN_IF_ERROR(SetWorkspace(call, d, &ctx));
+    auto enqueue = [&]() -> absl::Status { return EnqueueCall(call, ctx); };
     if (ring != nullptr) {
       // EVENT: behind the client's producer, ahead of its consumer; no host wait.
       CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(d.stream, ring->ready[call.event_slot], 0),
@@ -379,6 +385,55 @@ class CudaBackend : public Backend {
       return absl::OkStatus();
     };
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<MappedRange> AllocateScratch(int device, uint64_t bytes) override {
+    if (device < 0 || device >= num_devices()) {
+      return absl::InvalidArgumentError(absl::StrCat("no GPU ", device, " in this daemon"));
+    }
+    const DeviceState& d = devices_[device];
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal), "cudaSetDevice");
+    void* ptr = nullptr;
+    // cudaMalloc(0) gives no pointer; a region of empty tensors still needs an address.
+    if (cudaError_t err = cudaMalloc(&ptr, std::max<uint64_t>(bytes, 256)); err != cudaSuccess) {
+      (void)cudaGetLastError();
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", bytes, " bytes on GPU ", d.ordinal, " (", d.uuid,
+                       ") to capture at start: ", cudaGetErrorString(err)));
+    }
+    MappedRange range;
+    range.base = static_cast<std::byte*>(ptr);
+    range.size = bytes;
+    range.device = d.ordinal;
+    range.gpu_uuid = d.uuid;
+    range.mapping = std::make_shared<ScratchMapping>(d.ordinal, ptr);
+    return range;
+  }
+
+  absl::Status PrepareGraph(const BoundCall& call) override {
+    if (call.device < 0 || call.device >= num_devices()) {
+      return absl::InternalError("call bound to no device");
+    }
+    DeviceState& d = devices_[call.device];
+    if (d.graphs == nullptr) {
+      return absl::FailedPreconditionError("capturing at start needs --cuda_graphs > 0");
+    }
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal), "cudaSetDevice");
+    // As a SYNC call would run: only the status word's address differs between sync slots and
+    // event rings, and the replay takes the request's.
+    LaunchContext ctx;
+    ctx.cuda = true;
+    ctx.stream = d.stream;
+    ctx.device_status = d.sync.front().status_dev;
+    RETURN_IF_ERROR(SetWorkspace(call, d, &ctx));
+    return d.graphs->Prepare(GraphKey(call), d.stream,
+                             [&]() -> absl::Status { return EnqueueCall(call, ctx); });
+  }
+
+  size_t graph_cache_capacity() const override {
+    return devices_.empty() || devices_.front().graphs == nullptr
+               ? 0
+               : devices_.front().graphs->capacity();
   }
 
   absl::StatusOr<std::vector<std::string>> RegisterEvents(
@@ -456,6 +511,29 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // The call's own workspace, or the device's when the operator needs one.
+  static absl::Status SetWorkspace(const BoundCall& call, const DeviceState& d,
+                                   LaunchContext* ctx) {
+    if (call.has("workspace")) {
+      ctx->workspace = call.tensor("workspace").data;
+      ctx->workspace_bytes = static_cast<int64_t>(call.tensor("workspace").bytes);
+    } else if (call.op->workspace_bytes) {
+      const int64_t need = call.op->workspace_bytes(call.dims);
+      if (need > d.workspace_bytes) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(call.op->name, " needs ", need,
+                         " bytes of workspace for these shapes; the daemon's "
+                         "per-device workspace is ",
+                         d.workspace_bytes,
+                         " bytes (--workspace_bytes). Pass a "
+                         "workspace tensor or raise the limit"));
+      }
+      ctx->workspace = d.workspace;
+      ctx->workspace_bytes = d.workspace_bytes;
+    }
+    return absl::OkStatus();
+  }
+
   // The GPU a client names by UUID (ordinals differ between containers).
   absl::StatusOr<const DeviceState*> FindDevice(const std::string& uuid) const {
     std::vector<std::string> known;

@@ -31,7 +31,8 @@ Metrics::Metrics()
               .Register(*registry_)),
       graphs_(prometheus::BuildCounter()
                   .Name("cakegrad_graph_cache_total")
-                  .Help("Runs replayed from a cached CUDA graph (hit) or captured anew (miss)")
+                  .Help("Runs replayed from a cached CUDA graph (hit) or captured anew (miss); "
+                        "graphs captured at start, per device (prepared)")
                   .Register(*registry_)),
       sessions_(prometheus::BuildGauge()
                     .Name("cakegrad_sessions")
@@ -65,8 +66,7 @@ void Metrics::RecordRun(const std::string& op, absl::StatusCode code, absl::Dura
                         absl::Duration compute, absl::Duration gpu, absl::Duration total,
                         GraphOutcome graph) {
   if (graph != GraphOutcome::kNotUsed) {
-    graphs_.Add({{"operator", op}, {"result", graph == GraphOutcome::kHit ? "hit" : "miss"}})
-        .Increment();
+    graphs_.Add({{"operator", op}, {"result", GraphOutcomeName(graph)}}).Increment();
   }
   requests_.Add({{"operator", op}, {"code", absl::StatusCodeToString(code)}}).Increment();
   static const auto buckets = LatencyBuckets();
@@ -82,6 +82,10 @@ void Metrics::RecordRun(const std::string& op, absl::StatusCode code, absl::Dura
   }
   latency_.Add({{"operator", op}, {"phase", "total"}}, buckets)
       .Observe(absl::ToDoubleSeconds(total));
+}
+
+void Metrics::RecordGraphPrepared(const std::string& op) {
+  graphs_.Add({{"operator", op}, {"result", "prepared"}}).Increment();
 }
 
 void Metrics::SetHoldings(uint64_t sessions, uint64_t regions, uint64_t mapped_bytes) {

@@ -30,6 +30,8 @@ class Metrics {
   void RecordRun(const std::string& op, absl::StatusCode code, absl::Duration queue,
                  absl::Duration compute, absl::Duration gpu, absl::Duration total,
                  GraphOutcome graph);
+  // One graph captured at start (--capture_at_start), on one device.
+  void RecordGraphPrepared(const std::string& op);
   void SetHoldings(uint64_t sessions, uint64_t regions, uint64_t mapped_bytes);
 
  private:
