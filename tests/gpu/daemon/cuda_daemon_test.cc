@@ -2,10 +2,16 @@
 // mapped, listed, bounded and released; every operator's results are bitwise equal to calling
 // the kernel library directly in this process.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cakegrad/kernels/conv1d.h"
 #include "cakegrad/kernels/kda.h"
 #include "cakegrad/kernels/mhc.h"
@@ -541,6 +547,108 @@ INSTANTIATE_TEST_SUITE_P(Launch, CudaDaemonTest, ::testing::Values(0, 8),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return info.param == 0 ? std::string("Eager") : std::string("Graphs");
                          });
+
+// Shapes named by --capture_at_start are captured on every GPU before health turns SERVING: the
+// very first request of such a shape replays the prepared graph with its own pointers (a hit)
+// and writes the library's bits, and so does a second one into other outputs.
+TEST(CudaDaemonCaptureAtStart, FirstRequestOfAConfiguredShapeIsACacheHit) {
+  CAKEGRAD_REQUIRE_GPU();
+  const int64_t S = 8192, C = 2048, N = 4;
+  const std::string sc = absl::StrCat("[", S, ", ", C, "]"), c4 = absl::StrCat("[", C, ", 4]"),
+                    c1 = absl::StrCat("[", C, "]");
+  // The options as the client sends them: it always sets silu_grad_preactivation.
+  const std::string plan =
+      absl::StrCat("# conv1d_backward at S=", S, ", C=", C, ", ", N, " documents\n",  //
+                   "request {\n  conv1d_backward {\n",                                //
+                   "    x { dtype: BF16 shape: ", sc, " }\n",                         //
+                   "    weight { dtype: FP32 shape: ", c4, " }\n",                    //
+                   "    cu_seqlens { dtype: INT64 shape: [", N + 1, "] }\n",          //
+                   "    dy { dtype: BF16 shape: ", sc, " }\n",                        //
+                   "    bias { dtype: FP32 shape: ", c1, " }\n",                      //
+                   "    silu_grad_preactivation: SILU_GRAD_PREACTIVATION_BF16\n",     //
+                   "    dx { dtype: BF16 shape: ", sc, " }\n",                        //
+                   "    dweight { dtype: FP32 shape: ", c4, " }\n",                   //
+                   "    dbias { dtype: FP32 shape: ", c1, " }\n",                     //
+                   "  }\n}\n");
+  char path[] = "/tmp/cakegrad-capture-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, plan.data(), plan.size()), static_cast<ssize_t>(plan.size()));
+  close(fd);
+  DaemonProcess daemon;
+  const absl::Status started = daemon.Start(
+      {"--backend=cuda", "--cuda_graphs=8", absl::StrCat("--capture_at_start=", path)});
+  unlink(path);
+  ASSERT_TRUE(started.ok()) << started << "; see " << daemon.log_path();
+  {
+    std::ifstream log(daemon.log_path());
+    std::stringstream text;
+    text << log.rdbuf();
+    EXPECT_THAT(text.str(), HasSubstr("captured request[0] conv1d_backward"));
+  }
+  auto client = Client::Connect(daemon.address(), "capture-at-start-test");
+  ASSERT_TRUE(client.ok()) << client.status();
+  cudaStream_t stream = nullptr;
+  CUDA_ASSERT_OK(cudaStreamCreate(&stream));
+
+  std::vector<int64_t> cuts = {0, S / 3, S / 3, S / 2 + 5, S};  // one empty document
+  DeviceArena served(1ull << 30), direct(1ull << 30);
+  served.Register(**client);
+  const auto xs = RandomBf16(S * C), dys = RandomBf16(S * C);
+  const auto w = RandomFloat(C * 4, 0, 0.5), b = RandomFloat(C, 0, 0.1);
+  Tensor tx[2], tdy[2], tw[2], tb[2], tcu[2], tdx[2], tdw[2], tdb[2];
+  DeviceArena* arenas[2] = {&served, &direct};
+  for (int i = 0; i < 2; ++i) {
+    DeviceArena& a = *arenas[i];
+    tx[i] = a.Put(DType::kBF16, {S, C}, xs);
+    tdy[i] = a.Put(DType::kBF16, {S, C}, dys);
+    tw[i] = a.Put(DType::kFP32, {C, 4}, w);
+    tb[i] = a.Put(DType::kFP32, {C}, b);
+    tcu[i] = a.Put(DType::kINT64, {N + 1}, cuts);
+    tdx[i] = a.Alloc(DType::kBF16, {S, C});
+    tdw[i] = a.Alloc(DType::kFP32, {C, 4});
+    tdb[i] = a.Alloc(DType::kFP32, {C});
+  }
+
+  k::Conv1dBwdParams p;
+  p.x = direct.ptr<uint16_t>(tx[1]);
+  p.weight = direct.ptr<float>(tw[1]);
+  p.bias = direct.ptr<float>(tb[1]);
+  p.cu_seqlens = direct.ptr<int64_t>(tcu[1]);
+  p.seqlens_dtype = DType::kINT64;
+  p.dy = direct.ptr<uint16_t>(tdy[1]);
+  p.policy = k::SiluGradPreactivation::kBF16;
+  p.dx = direct.ptr<uint16_t>(tdx[1]);
+  p.dweight = direct.ptr<float>(tdw[1]);
+  p.dbias = direct.ptr<float>(tdb[1]);
+  DeviceBuffer<uint8_t> ws(k::Conv1dBackwardWorkspaceBytes(S, C));
+  p.workspace = ws.get();
+  p.workspace_bytes = static_cast<int64_t>(ws.bytes());
+  p.S = S;
+  p.C = C;
+  p.num_docs = N;
+  ASSERT_TRUE(k::Conv1dBackwardCuda(p, stream).ok());
+  CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
+
+  const Tensor dx2 = served.Alloc(DType::kBF16, {S, C}), dw2 = served.Alloc(DType::kFP32, {C, 4}),
+               db2 = served.Alloc(DType::kFP32, {C});
+  const Tensor outs[2][3] = {{tdx[0], tdw[0], tdb[0]}, {dx2, dw2, db2}};
+  for (int call = 0; call < 2; ++call) {
+    const Tensor& dx = outs[call][0];
+    const Tensor& dw = outs[call][1];
+    const Tensor& db = outs[call][2];
+    auto run = (*client)->Conv1dBackward(
+        {tx[0], tw[0], tcu[0], tdy[0], tb[0], "bf16", std::nullopt, dx, dw, db});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->graph(), "hit")
+        << "call " << call << ": the shape was captured at start; see " << daemon.log_path();
+    EXPECT_TRUE(served.Bytes(dx) == direct.Bytes(tdx[1])) << "dx differs, call " << call;
+    EXPECT_TRUE(served.Bytes(dw) == direct.Bytes(tdw[1])) << "dweight differs, call " << call;
+    EXPECT_TRUE(served.Bytes(db) == direct.Bytes(tdb[1])) << "dbias differs, call " << call;
+  }
+  client->reset();
+  CUDA_ASSERT_OK(cudaStreamDestroy(stream));
+}
 
 }  // namespace
 }  // namespace cakegrad::testing
