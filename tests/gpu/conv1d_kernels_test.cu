@@ -407,18 +407,18 @@ OracleResult Oracle(const Problem& p, const std::vector<uint16_t>& y,
               r.dx_bf16.Add(got, dxe[2], 2 * Ulp(dxe[2]) + std::ldexp(bound[2], -18), t, c);
               r.dx_bf16_pure.Add(got, dxe[1], 2 * Ulp(dxe[1]) + std::ldexp(bound[1], -18), t, c);
             }
-            // "bf16": SiLU' at the policy's preactivation, bf16 of the kernel's FP32 pre (as for
-            // dx). bf16 of the FP64 pre rounds the other way for about one token in 2^16, and
-            // such a token moves its term by ~2^-8: a BF16 dweight element was 2.5 ulp from
-            // that stricter value on the H200 (2026-11-29), a property of the policy, not an
-            // error of the sum. "fp32" keeps the FP64 pre: the stricter value is within reach.
+            // SiLU' at the policy's preactivation, as for dx: the kernel's FP32 pre ("fp32")
+            // or bf16 of it ("bf16"). bf16 of the FP64 pre rounds the other way for about one
+            // token in 2^16 and moves its term by ~2^-8 (a BF16 dweight element was 2.5 ulp
+            // from that value on the H200, 2026-11-29); near SiLU''s zero the FP32 and FP64
+            // pres give SiLU' values apart by far more than 1e-6 (Conv1dGpuNearSiluGradZero).
             for (int k = 0; k < W; ++k) {
               const double term = at(0, t, ci) * xs[k];
-              out.dw_fp32[c * W + k] += term;
+              out.dw_fp32[c * W + k] += at(3, t, ci) * xs[k];
               out.dw_bf16[c * W + k] += at(2, t, ci) * xs[k];
               out.dw_scale[c * W + k] += term * term;
             }
-            out.db_fp32[c] += at(0, t, ci);
+            out.db_fp32[c] += at(3, t, ci);
             out.db_bf16[c] += at(2, t, ci);
             out.db_scale[c] += at(0, t, ci) * at(0, t, ci);
           }
@@ -466,7 +466,10 @@ void ExpectParamGrads(const char* what, const std::vector<double>& got,
 }
 
 // Runs forward and both backward policies on the GPU and checks all against the oracle.
-void CheckAll(const Problem& p) {
+// `bf16_flip_count`: also check the "bf16" dx against the all-FP64 value (off where
+// most preactivations sit near SiLU''s zero, where a BF16 rounding flip of the preactivation
+// changes SiLU' by O(1) relative; the policy's own check, at bf16 of the kernel's pre, stays).
+void CheckAll(const Problem& p, bool bf16_flip_count = true) {
   DeviceProblem d(p);
   const std::vector<uint16_t> y = RunForward(p, &d);
   const BwdOut b16 = RunBackward(p, &d, SiluGradPreactivation::kBF16);
@@ -486,15 +489,17 @@ void CheckAll(const Problem& p) {
   report("dx fp32", o.dx_fp32, 2e-3);
   report("dx fp32 (FP64)", o.dx_fp32_pure, 2e-3);
   report("dx bf16", o.dx_bf16, 2e-3);
-  report("dx bf16 (FP64)", o.dx_bf16_pure, 2e-3);
+  if (bf16_flip_count) report("dx bf16 (FP64)", o.dx_bf16_pure, 2e-3);
   EXPECT_EQ(o.y.bad, 0) << "first: " << o.y.first_bad;
   EXPECT_EQ(o.dx_fp32.bad, 0) << "first: " << o.dx_fp32.first_bad;
   EXPECT_EQ(o.dx_bf16.bad, 0) << "first: " << o.dx_bf16.first_bad;
   // Measured on the H200 (2026-11-29): at most 2 of 49M ("fp32") and 51 of 49M ("bf16").
   EXPECT_LE(o.dx_fp32_pure.bad, 1 + o.dx_fp32_pure.count / 100000)
       << "first: " << o.dx_fp32_pure.first_bad;
-  EXPECT_LE(o.dx_bf16_pure.bad, 1 + o.dx_bf16_pure.count / 100000)
-      << "first: " << o.dx_bf16_pure.first_bad;
+  if (bf16_flip_count) {
+    EXPECT_LE(o.dx_bf16_pure.bad, 1 + o.dx_bf16_pure.count / 100000)
+        << "first: " << o.dx_bf16_pure.first_bad;
+  }
   ASSERT_EQ(o.dx_fp32.count, p.S * p.C);
 
   const DType g = p.route.grad_dtype;
@@ -507,6 +512,20 @@ void CheckAll(const Problem& p) {
     // Without bias nothing may be written to dbias.
     for (uint8_t v : b32.dbias) ASSERT_EQ(v, 0xFF);
   }
+}
+
+// Preactivations within a few 1e-3 of p0 = -1.27846, the zero of SiLU''s factor 1 + p (1 - s),
+// where that sum cancels: the "fp32" policy must still keep every dx within one BF16 ulp. Before
+// the kernel's Taylor form there, one dx element in ~47M of random inputs missed it (2026-11-29,
+// twice in three H200 runs); here most elements sit in that range, multi-term and single-term
+// (documents' last tokens) alike.
+TEST(Conv1dGpuNearSiluGradZero, Fp32PolicyKeepsEveryDxWithinOneUlp) {
+  CAKEGRAD_REQUIRE_GPU();
+  constexpr Route kRoute{true, DType::kFP32, DType::kFP32, DType::kINT32};
+  Problem p = MakeProblem(DocLengths(20000, 64, 2000), 1024, kRoute);
+  p.w = testing::RandomFloat(p.w.size(), 0.0, 1e-3);
+  p.b = testing::RandomFloat(p.b.size(), -1.2784645, 2e-3);
+  CheckAll(p, /*bf16_flip_count=*/false);
 }
 
 // ---------------------------------------------------------------------------------------------
