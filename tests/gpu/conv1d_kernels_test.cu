@@ -466,10 +466,11 @@ void ExpectParamGrads(const char* what, const std::vector<double>& got,
 }
 
 // Runs forward and both backward policies on the GPU and checks all against the oracle.
-// `bf16_flip_count`: also check the "bf16" dx against the all-FP64 value (off where
-// most preactivations sit near SiLU''s zero, where a BF16 rounding flip of the preactivation
-// changes SiLU' by O(1) relative; the policy's own check, at bf16 of the kernel's pre, stays).
-void CheckAll(const Problem& p, bool bf16_flip_count = true) {
+// `fp64_pre_counts`: also bound how many dx elements miss the value at the FP64 preactivation
+// (off where most preactivations sit near SiLU''s zero: there one FP32 ulp of the preactivation,
+// or a BF16 rounding flip of it, moves SiLU' by far more than a BF16 ulp; the policies' own
+// per-element checks, at the kernel's preactivation as SPEC defines exact, stay).
+void CheckAll(const Problem& p, bool fp64_pre_counts = true) {
   DeviceProblem d(p);
   const std::vector<uint16_t> y = RunForward(p, &d);
   const BwdOut b16 = RunBackward(p, &d, SiluGradPreactivation::kBF16);
@@ -489,14 +490,14 @@ void CheckAll(const Problem& p, bool bf16_flip_count = true) {
   report("dx fp32", o.dx_fp32, 2e-3);
   report("dx fp32 (FP64)", o.dx_fp32_pure, 2e-3);
   report("dx bf16", o.dx_bf16, 2e-3);
-  if (bf16_flip_count) report("dx bf16 (FP64)", o.dx_bf16_pure, 2e-3);
+  if (fp64_pre_counts) report("dx bf16 (FP64)", o.dx_bf16_pure, 2e-3);
   EXPECT_EQ(o.y.bad, 0) << "first: " << o.y.first_bad;
   EXPECT_EQ(o.dx_fp32.bad, 0) << "first: " << o.dx_fp32.first_bad;
   EXPECT_EQ(o.dx_bf16.bad, 0) << "first: " << o.dx_bf16.first_bad;
   // Measured on the H200 (2026-11-29): at most 2 of 49M ("fp32") and 51 of 49M ("bf16").
-  EXPECT_LE(o.dx_fp32_pure.bad, 1 + o.dx_fp32_pure.count / 100000)
-      << "first: " << o.dx_fp32_pure.first_bad;
-  if (bf16_flip_count) {
+  if (fp64_pre_counts) {
+    EXPECT_LE(o.dx_fp32_pure.bad, 1 + o.dx_fp32_pure.count / 100000)
+        << "first: " << o.dx_fp32_pure.first_bad;
     EXPECT_LE(o.dx_bf16_pure.bad, 1 + o.dx_bf16_pure.count / 100000)
         << "first: " << o.dx_bf16_pure.first_bad;
   }
@@ -525,7 +526,7 @@ TEST(Conv1dGpuNearSiluGradZero, Fp32PolicyKeepsEveryDxWithinOneUlp) {
   Problem p = MakeProblem(DocLengths(20000, 64, 2000), 1024, kRoute);
   p.w = testing::RandomFloat(p.w.size(), 0.0, 1e-3);
   p.b = testing::RandomFloat(p.b.size(), -1.2784645, 2e-3);
-  CheckAll(p, /*bf16_flip_count=*/false);
+  CheckAll(p, /*fp64_pre_counts=*/false);
 }
 
 // ---------------------------------------------------------------------------------------------
