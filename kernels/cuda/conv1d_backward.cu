@@ -18,32 +18,32 @@ constexpr int kReduceCols = 32;  // one warp-wide coalesced column strip per CTA
 constexpr int kReduceGroups = kReduceThreads / kReduceCols;
 static_assert(kReduceThreads % kReduceCols == 0 && kReduceCols == 32, "a warp per row group");
 
-// SiLU'(p) = s (1 + p (1 - s)), s = sigmoid(p). Under "bf16" p carries 8 bits, so the fast
-// sigmoid (a few FP32 ulps) is exact enough; "fp32" promises ~2e-7 on dweight, so it pays five
-// more instructions per element for a sigmoid within a few ulps at any p.
+// SiLU'(p) = s (1 + p (1 - s)), s = sigmoid(p) from the SFU (exp's argument rounding plus a few
+// ulps: ~1e-7 relative for the preactivations that occur, ~2e-8 on dweight's sums).
 //
-// "fp32" also promises every dx within one BF16 ulp, and 1 + p (1 - s) cancels near its zero
-// p0 = -1.27846454276...: s's few-ulp error is ~6e-8 absolute there, a relative error of SiLU'
-// beyond a BF16 ulp for |p - p0| < ~1e-5 (one dx element in ~47M on the H200, a document's
-// last token, whose dx is a single term). Within 2^-6 of p0 the factor is its Taylor
-// polynomial in d = p - p0 (f'(p0) = 1 exactly), p0 carried as hi + lo so that d, and the
-// factor, keep full relative precision (worst 2e-7, checked against 50-digit values). It costs
-// the "fp32" backward ~15% (measured on the H200, 2026-11-29): the kernel is issue-bound.
+// "fp32" promises every dx within one BF16 ulp, and 1 + p (1 - s) cancels near its zero
+// p0 = -1.27846454276...: s's error becomes a relative error of SiLU' beyond a BF16 ulp for
+// |p - p0| < ~1e-5 (one dx element in ~47M on the H200, a document's last token, whose dx is a
+// single term). Within 2^-5 of p0 the factor is its Taylor polynomial in d = p - p0
+// (f'(p0) = 1 exactly), p0 carried as hi + lo so that d, and the factor, keep full relative
+// precision (worst 2e-7 against 50-digit values); outside, the cancellation costs at most
+// ~3e-6 relative. (The accurate sigmoid this policy used before cost five instructions per
+// element and did not cure the cancellation; the kernel is issue-bound.)
 constexpr float kSiluGradZeroHi = -1.278464556e+00f;
 constexpr float kSiluGradZeroLo = 1.297928254e-08f;
 constexpr float kSiluGradC2 = -1.089058518e-01f;
-constexpr float kSiluGradC3 = -4.888293147e-02f;  // the d^4 term is below 2e-8 relative
+constexpr float kSiluGradC3 = -4.888293147e-02f;  // the d^4 term is below 2e-7 relative
 
 template <bool kRoundPre>
 __device__ __forceinline__ float SiluGrad(float p) {
-  const float s = kRoundPre ? SigmoidFast(p) : SigmoidAccurate(p);
+  const float s = SigmoidFast(p);
   const float q = __fmaf_rn(-p, s, p);  // p (1 - s)
   if constexpr (kRoundPre) {
     return __fmaf_rn(s, q, s);
   } else {
     const float d = __fadd_rn(__fadd_rn(p, -kSiluGradZeroHi), -kSiluGradZeroLo);
     const float poly = __fmaf_rn(d, __fmaf_rn(d, kSiluGradC3, kSiluGradC2), 1.0f);
-    return fabsf(d) < 0x1p-6f ? __fmul_rn(s, __fmul_rn(d, poly)) : __fmaf_rn(s, q, s);
+    return fabsf(d) < 0x1p-5f ? __fmul_rn(s, __fmul_rn(d, poly)) : __fmaf_rn(s, q, s);
   }
 }
 

@@ -137,25 +137,11 @@ __device__ __forceinline__ float RcpFtz(float x) {
 }
 
 constexpr float kLog2e = 1.44269504088896340736f;
-constexpr float kLog2eLo = 1.925963033500011e-08f;  // log2(e) - kLog2e
-constexpr float kLn2 = 0.693147180559945309417f;
 
 // sigmoid(p) from the SFU: exp's argument rounding (|p| * 2^-24 relative) plus a few ulps.
 // For very negative p the exponential overflows to inf and the reciprocal gives 0.
 __device__ __forceinline__ float SigmoidFast(float p) {
   return RcpFtz(1.0f + Ex2Ftz(__fmul_rn(p, -kLog2e)));
-}
-
-// sigmoid(p) within a few FP32 ulps for any p: the rounding error of p * log2(e) is carried
-// into the exponential by one correction term (so large |p| loses nothing), the reciprocal is
-// within one ulp. p is clamped where sigmoid is below FP32's normal range anyway.
-__device__ __forceinline__ float SigmoidAccurate(float p) {
-  const float q = fmaxf(p, -87.0f);
-  const float t = __fmul_rn(q, -kLog2e);
-  const float t_err = __fmaf_rn(q, -kLog2eLo, __fmaf_rn(q, -kLog2e, -t));
-  const float e0 = Ex2Ftz(t);
-  const float e = __fmaf_rn(e0, __fmul_rn(t_err, kLn2), e0);
-  return RcpFtz(1.0f + e);
 }
 
 __device__ __forceinline__ float LoadParam(const void* p, DType dtype, int64_t i) {
