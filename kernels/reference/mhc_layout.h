@@ -23,10 +23,13 @@ constexpr int64_t kTokenRecordFloats = 64;
 constexpr int kRecDz = 0;       // [0, 24): dz_j = dl_j * scale[g(j)] * r
 constexpr int kRecDsq = 24;     // dsq = -0.5 * dr * r^3 / (4C)
 constexpr int kRecDl = 32;      // [32, 56): dl_j (dbase terms)
-constexpr int kRecDscale = 56;  // [56, 59): sum_{j in g} dl_j * m_j (dscale terms)
+constexpr int kRecDscale = 56;  // [56, 62): the 3 dscale terms sum_{j in g} dl_j m_j as doubles
 
-// Kernel 2 tiles columns by kColsPerBlock channels (all four streams) and tokens by chunks;
-// each (chunk, column block) CTA writes its dfn partial, and kernel 3 sums chunks in order.
+// Kernel 2 tiles tokens by chunks and channels by blocks of all four streams; each (chunk,
+// column block) CTA writes its dfn partial, and kernel 3 sums chunks in order. The chunk count
+// aims at kTargetBwdCtas CTAs of kColsPerBlock channels (kernel 2's first tiling; its tensor-core
+// version tiles 64 channels, so it runs twice as many CTAs). Kept as is: the chunk count fixes
+// the summation order, hence dfn's bits, and the workspace size.
 constexpr int64_t kColsPerBlock = 128;
 constexpr int64_t kTargetBwdCtas = 256;
 constexpr int64_t kMaxChunks = 64;
