@@ -12,6 +12,7 @@ std::string GraphKey(const BoundCall& call) {
   namespace pb = google::protobuf;
   std::unique_ptr<pb::Message> shape_only(call.request->New());
   shape_only->CopyFrom(*call.request);
+  if (call.op->canonicalize) call.op->canonicalize(shape_only.get());
   const pb::Reflection* refl = shape_only->GetReflection();
   const pb::Descriptor* desc = shape_only->GetDescriptor();
   for (int i = 0; i < desc->field_count(); ++i) {

@@ -94,6 +94,7 @@ std::vector<OpSpec> Conv1dOps() {
       nullptr,
       LaunchForward,
       kHasCuda,
+      nullptr,  // no options
   };
   OpSpec backward{
       "conv1d_backward",
@@ -128,6 +129,13 @@ std::vector<OpSpec> Conv1dOps() {
       },
       LaunchBackward,
       kHasCuda,
+      // SILU_GRAD_PREACTIVATION_UNSPECIFIED means "bf16".
+      [](google::protobuf::Message* request) {
+        auto* r = static_cast<v1::Conv1dBackwardRequest*>(request);
+        if (r->silu_grad_preactivation() == v1::SILU_GRAD_PREACTIVATION_UNSPECIFIED) {
+          r->set_silu_grad_preactivation(v1::SILU_GRAD_PREACTIVATION_BF16);
+        }
+      },
   };
   return {forward, backward};
 }

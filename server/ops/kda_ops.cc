@@ -43,6 +43,14 @@ Options ReadOptions(const v1::KdaOptions& o) {
   return out;
 }
 
+template <typename Request>
+void CanonicalOptions(google::protobuf::Message* request) {
+  v1::KdaOptions* o = static_cast<Request*>(request)->mutable_options();
+  const Options e = ReadOptions(*o);
+  o->set_scale(e.scale);
+  o->set_lower_bound(e.lower_bound);
+}
+
 // Rules that tie arguments together: documents come from cu_seqlens (then B == 1) or are the
 // batch rows (then every state has N == B rows).
 template <typename Request>
@@ -155,7 +163,8 @@ std::vector<OpSpec> KdaOps() {
                                                       Get(d, "N"));
                  },
                  LaunchForward,
-                 kHasCuda};
+                 kHasCuda,
+                 CanonicalOptions<v1::KdaForwardRequest>};
   forward.tensors.push_back({"workspace", Role::kWorkspace, {}, {}});
   forward.tensors.push_back(token("o", Role::kOutput));
   forward.tensors.push_back(state("final_state", Role::kOutput));
@@ -168,7 +177,8 @@ std::vector<OpSpec> KdaOps() {
                                                         Get(d, "N"));
                   },
                   LaunchBackward,
-                  kHasCuda};
+                  kHasCuda,
+                  CanonicalOptions<v1::KdaBackwardRequest>};
   for (TensorSpec t :
        {token("do", Role::kInput), state("dfinal_state", Role::kOptionalInput),
         TensorSpec{"workspace", Role::kWorkspace, {}, {}}, token("dq", Role::kOutput),

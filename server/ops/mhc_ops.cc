@@ -37,6 +37,15 @@ Options ReadOptions(const v1::MhcOptions& o) {
   return out;
 }
 
+template <typename Request>
+void CanonicalOptions(google::protobuf::Message* request) {
+  v1::MhcOptions* o = static_cast<Request*>(request)->mutable_options();
+  const Options e = ReadOptions(*o);
+  o->set_rms_eps(e.rms_eps);
+  o->set_hc_eps(e.hc_eps);
+  o->set_sinkhorn_iters(e.sinkhorn_iters);
+}
+
 absl::Status CheckChannels(const BoundCall& call) {
   const int64_t C = call.dim("C");
   if (C < k::kMhcMinC || C > k::kMhcMaxC || C % k::kMhcCAlign != 0) {
@@ -176,19 +185,22 @@ std::vector<OpSpec> MhcOps() {
        CheckWithOptions<v1::MhcForwardPrepareRequest>,
        forward_ws,
        LaunchForwardPrepare,
-       kHasCuda},
+       kHasCuda,
+       CanonicalOptions<v1::MhcForwardPrepareRequest>},
       {"mhc_forward_stats",
        {x, fn, scale, base, stats_out},
        CheckWithOptions<v1::MhcForwardStatsRequest>,
        forward_ws,
        LaunchForwardStats,
-       kHasCuda},
+       kHasCuda,
+       CanonicalOptions<v1::MhcForwardStatsRequest>},
       {"mhc_forward_finish",
        {x, {"b", Role::kInput, kBf16, {T, C}}, stats_in, {"y", Role::kOutput, kBf16, {T, Four, C}}},
        CheckChannels,
        nullptr,
        LaunchForwardFinish,
-       kHasCuda},
+       kHasCuda,
+       nullptr},
       {"mhc_backward_prepare",
        {x,
         {"dy", Role::kInput, kBf16, {T, Four, C}},
@@ -199,7 +211,8 @@ std::vector<OpSpec> MhcOps() {
        CheckChannels,
        [](const Dims& d) { return k::MhcBackwardPrepareWorkspaceBytes(d.at("T"), d.at("C")); },
        LaunchBackwardPrepare,
-       kHasCuda},
+       kHasCuda,
+       nullptr},
       {"mhc_backward_finish",
        {x,
         {"dy", Role::kInput, kBf16, {T, Four, C}},
@@ -218,7 +231,8 @@ std::vector<OpSpec> MhcOps() {
        CheckWithOptions<v1::MhcBackwardFinishRequest>,
        [](const Dims& d) { return k::MhcBackwardFinishWorkspaceBytes(d.at("T"), d.at("C")); },
        LaunchBackwardFinish,
-       kHasCuda},
+       kHasCuda,
+       CanonicalOptions<v1::MhcBackwardFinishRequest>},
   };
 }
 

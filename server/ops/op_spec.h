@@ -109,6 +109,10 @@ struct OpSpec {
   std::function<kernels::Status(const BoundCall&, const LaunchContext&)> launch;
   // Whether this build has the operator's CUDA kernels (the host reference always exists).
   bool has_cuda = false;
+  // Writes every option's effective value into a copy of the request (an unset option becomes
+  // its default), so that calls running the same program share a CUDA graph key however the
+  // client spelled the options. Null for operators without options.
+  std::function<void(google::protobuf::Message*)> canonicalize;
 };
 
 }  // namespace cakegrad::server

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "cakegrad/v1/conv1d.pb.h"
+#include "cakegrad/v1/kda.pb.h"
+#include "cakegrad/v1/mhc.pb.h"
 #include "ops/op_registry.h"
 
 namespace cakegrad::server {
@@ -28,9 +30,9 @@ v1::Conv1dBackwardRequest Request(uint64_t region, uint64_t base, int64_t S, int
   return r;
 }
 
-std::string Key(const google::protobuf::Message& m) {
+std::string Key(const google::protobuf::Message& m, const char* op = "conv1d_backward") {
   BoundCall call;
-  call.op = FindOp("conv1d_backward");
+  call.op = FindOp(op);
   call.request = &m;
   return GraphKey(call);
 }
@@ -50,6 +52,35 @@ TEST(GraphKey, PointersDoNotMatterShapesAndOptionsDo) {
   auto bf16_weight = a;
   bf16_weight.mutable_weight()->set_dtype(v1::BF16);
   EXPECT_NE(Key(a), Key(bf16_weight));
+}
+
+// A default spelled out and a default left unset run the same program: one key (a graph captured
+// at start from a plan that spells the options serves clients that do not, and the reverse).
+TEST(GraphKey, AnOptionLeftUnsetIsItsDefault) {
+  const auto unset = Request(1, 0, 100, 8);
+  auto bf16 = unset;
+  bf16.set_silu_grad_preactivation(v1::SILU_GRAD_PREACTIVATION_BF16);
+  EXPECT_EQ(Key(unset), Key(bf16));
+
+  v1::MhcBackwardFinishRequest mhc;
+  *mhc.mutable_x() = Ref(1, 0, v1::BF16, {16, 4, 256});
+  auto mhc_explicit = mhc;
+  mhc_explicit.mutable_options()->set_rms_eps(1e-5);
+  mhc_explicit.mutable_options()->set_hc_eps(1e-6);
+  mhc_explicit.mutable_options()->set_sinkhorn_iters(20);
+  EXPECT_EQ(Key(mhc, "mhc_backward_finish"), Key(mhc_explicit, "mhc_backward_finish"));
+  auto mhc_other = mhc_explicit;
+  mhc_other.mutable_options()->set_sinkhorn_iters(21);
+  EXPECT_NE(Key(mhc, "mhc_backward_finish"), Key(mhc_other, "mhc_backward_finish"));
+  EXPECT_EQ(mhc.options().has_rms_eps(), false) << "the caller's request is not modified";
+
+  v1::KdaForwardRequest kda;
+  *kda.mutable_q() = Ref(1, 0, v1::BF16, {1, 64, 2, 128});
+  auto kda_explicit = kda;
+  kda_explicit.mutable_options()->set_lower_bound(-5.0);
+  EXPECT_EQ(Key(kda, "kda_forward"), Key(kda_explicit, "kda_forward"));
+  kda_explicit.mutable_options()->set_scale(0.5);
+  EXPECT_NE(Key(kda, "kda_forward"), Key(kda_explicit, "kda_forward"));
 }
 
 }  // namespace
