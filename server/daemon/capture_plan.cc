@@ -21,6 +21,7 @@
 #include "google/protobuf/text_format.h"
 #include "launch/graph_key.h"
 #include "ops/op_registry.h"
+#include "ops/request_fields.h"
 #include "spdlog/spdlog.h"
 
 namespace cakegrad::server {
@@ -54,32 +55,12 @@ absl::Status InEntry(const CapturePlan& plan, int index, const absl::Status& s) 
   return absl::Status(s.code(), absl::StrCat(plan.source, ": request[", index, "]: ", s.message()));
 }
 
-// The operator's sub-message of `request` (the `op` oneof), or null when none is set.
-const pb::FieldDescriptor* OpField(const v1::RunRequest& request) {
-  return request.GetReflection()->GetOneofFieldDescriptor(
-      request, v1::RunRequest::descriptor()->FindOneofByName("op"));
-}
-
-// Calls fn(field name, ref) for every TensorRef the operator request gives.
-template <typename Fn>
-void ForEachTensor(pb::Message* op_request, Fn&& fn) {
-  const pb::Reflection* refl = op_request->GetReflection();
-  const pb::Descriptor* desc = op_request->GetDescriptor();
-  for (int i = 0; i < desc->field_count(); ++i) {
-    const pb::FieldDescriptor* f = desc->field(i);
-    if (f->message_type() != v1::TensorRef::descriptor() || !refl->HasField(*op_request, f)) {
-      continue;
-    }
-    fn(f->name(), static_cast<v1::TensorRef*>(refl->MutableMessage(op_request, f)));
-  }
-}
-
 // Places every tensor of request[index] at 256-byte aligned offsets; returns the bytes spanned.
 // Sizes only: dtypes and shapes are judged by Bind, which names what it expected.
 absl::StatusOr<uint64_t> LayOut(const CapturePlan& plan, int index, pb::Message* op_request) {
   uint64_t next = 0;
   absl::Status status;
-  ForEachTensor(op_request, [&](const std::string& name, v1::TensorRef* ref) {
+  ForEachTensorRef(op_request, [&](const std::string& name, v1::TensorRef* ref) {
     if (!status.ok()) return;
     ref->set_region_id(0);
     ref->set_offset(next);
@@ -112,7 +93,7 @@ std::string Summary(const BoundCall& call) {
   std::unique_ptr<pb::Message> options(call.request->New());
   options->CopyFrom(*call.request);
   std::vector<const pb::FieldDescriptor*> tensors;
-  ForEachTensor(options.get(), [&](const std::string& name, v1::TensorRef*) {
+  ForEachTensorRef(options.get(), [&](const std::string& name, v1::TensorRef*) {
     tensors.push_back(options->GetDescriptor()->FindFieldByName(name));
   });
   for (const pb::FieldDescriptor* f : tensors)
@@ -200,7 +181,7 @@ absl::StatusOr<CapturePlan> ParseCapturePlan(const std::string& text, const std:
     entry.request = file.request(i);
     entry.request.clear_session_id();
     entry.request.clear_completion();
-    const pb::FieldDescriptor* field = OpField(entry.request);
+    const pb::FieldDescriptor* field = OperatorField(entry.request);
     if (field == nullptr) {
       return Invalid(plan, i,
                      "names no operator (conv1d_backward { ... }, mhc_backward_finish "
@@ -264,11 +245,11 @@ absl::StatusOr<BoundCapture> BindCapture(const CapturePlan& plan, const CaptureE
                                          const BindOptions& options) {
   BoundCapture bound;
   bound.request = std::make_unique<v1::RunRequest>(entry.request);
-  const pb::FieldDescriptor* field = OpField(*bound.request);
+  const pb::FieldDescriptor* field = OperatorField(*bound.request);
   pb::Message* op_request =
       bound.request->GetReflection()->MutableMessage(bound.request.get(), field);
-  ForEachTensor(op_request,
-                [&](const std::string&, v1::TensorRef* ref) { ref->set_region_id(region_id); });
+  ForEachTensorRef(op_request,
+                   [&](const std::string&, v1::TensorRef* ref) { ref->set_region_id(region_id); });
   absl::StatusOr<BoundCall> call = Bind(*entry.op, *op_request, session_id, regions, options);
   if (!call.ok()) return InEntry(plan, entry.index, call.status());
   bound.call = *std::move(call);

@@ -5,6 +5,7 @@
 #include "cakegrad/v1/tensor.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "ops/request_fields.h"
 
 namespace cakegrad::server {
 
@@ -13,18 +14,11 @@ std::string GraphKey(const BoundCall& call) {
   std::unique_ptr<pb::Message> shape_only(call.request->New());
   shape_only->CopyFrom(*call.request);
   if (call.op->canonicalize) call.op->canonicalize(shape_only.get());
-  const pb::Reflection* refl = shape_only->GetReflection();
-  const pb::Descriptor* desc = shape_only->GetDescriptor();
-  for (int i = 0; i < desc->field_count(); ++i) {
-    const pb::FieldDescriptor* f = desc->field(i);
-    if (f->message_type() != v1::TensorRef::descriptor() || !refl->HasField(*shape_only, f)) {
-      continue;
-    }
-    auto* ref = static_cast<v1::TensorRef*>(refl->MutableMessage(shape_only.get(), f));
+  ForEachTensorRef(shape_only.get(), [](const std::string&, v1::TensorRef* ref) {
     ref->clear_region_id();
     ref->clear_offset();
     ref->clear_strides();
-  }
+  });
   std::string key = call.op->name + '\0';
   pb::io::StringOutputStream out(&key);
   pb::io::CodedOutputStream coded(&out);

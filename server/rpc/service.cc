@@ -6,6 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "ops/op_registry.h"
+#include "ops/request_fields.h"
 #include "spdlog/spdlog.h"
 #include "validate/bind.h"
 
@@ -214,9 +215,7 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   if (absl::Status s = Ready(); !s.ok()) return fail(s);
   if (absl::Status s = ctx_.sessions->Check(request->session_id()); !s.ok()) return fail(s);
 
-  const auto* refl = request->GetReflection();
-  const auto* oneof = v1::RunRequest::descriptor()->FindOneofByName("op");
-  const auto* field = refl->GetOneofFieldDescriptor(*request, oneof);
+  const auto* field = OperatorField(*request);
   if (field == nullptr) return fail(absl::InvalidArgumentError("Run: no operator request given"));
   name = field->name();
   const OpSpec* op = FindOp(name);
@@ -233,8 +232,8 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   BindOptions options;
   options.memory = ctx_.backend->memory();
   options.needs_workspace = options.memory == RegionKind::kCuda;
-  auto bound =
-      Bind(*op, refl->GetMessage(*request, field), request->session_id(), *ctx_.regions, options);
+  auto bound = Bind(*op, request->GetReflection()->GetMessage(*request, field),
+                    request->session_id(), *ctx_.regions, options);
   if (!bound.ok()) return fail(bound.status());
 
   bound->session_id = request->session_id();
