@@ -44,7 +44,7 @@
 #if defined(CAKEGRAD_WITH_CUDA)
 #include <cuda_runtime.h>
 
-#include "e2e/spin.h"
+#include "slow_producer.h"
 #endif
 
 ABSL_FLAG(std::string, address, "", "daemon address (default $CAKEGRAD_ADDRESS or the socket)");
@@ -188,7 +188,7 @@ int Latency(Client& client, bool cuda) {
   for (int i = 0; i < iters + 50; ++i) {
 #if defined(CAKEGRAD_WITH_CUDA)
     if (event) {
-      BENCH_CUDA(cakegrad::bench::SpinOnStream(stream, kSpinUs));
+      BENCH_CUDA(cakegrad::testing::SpinOnStream(stream, kSpinUs));
       BENCH_CUDA(cudaEventRecord(s0, stream));
     }
 #endif

@@ -16,10 +16,14 @@ __global__ void Spin(long long nanoseconds) {
 
 }  // namespace
 
+cudaError_t SpinOnStream(cudaStream_t stream, int microseconds) {
+  Spin<<<1, 1, 0, stream>>>(static_cast<long long>(microseconds) * 1000);
+  return cudaGetLastError();
+}
+
 cudaError_t SlowCopy(void* dst, const void* src, size_t bytes, int milliseconds,
                      cudaStream_t stream) {
-  Spin<<<1, 1, 0, stream>>>(static_cast<long long>(milliseconds) * 1000000);
-  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  if (cudaError_t err = SpinOnStream(stream, milliseconds * 1000); err != cudaSuccess) return err;
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
 }
 
