@@ -83,14 +83,17 @@ if ! skip 5 && [ "${PYTHON_FIRST:-0}" != 1 ]; then
   run_python
   wait_python
 fi
+# Stages 6 and 7: a daemon of their own on $sock, up until `health` answers (10 s at most).
+start_bench_daemon() {  # NAME, then extra flags; logs to $LOG/daemon_bench_NAME.log
+  sock=/tmp/cakegrad-bench-$1.sock
+  "$CAKEGRAD_DAEMON" --socket=$sock --backend=cuda "${@:2}" > "$LOG/daemon_bench_$1.log" 2>&1 &
+  dpid=$!
+  for _ in $(seq 100); do "$bin/cakegrad" health --address=unix://$sock --timeout=0.2 \
+    >/dev/null 2>&1 && break; sleep 0.1; done
+}
 if ! skip 6; then
   for graphs in 0 64; do
-    sock=/tmp/cakegrad-bench-$graphs.sock
-    "$CAKEGRAD_DAEMON" --socket=$sock --backend=cuda --cuda_graphs=$graphs \
-      > "$LOG/daemon_bench_$graphs.log" 2>&1 &
-    dpid=$!
-    for _ in $(seq 100); do "$bin/cakegrad" health --address=unix://$sock --timeout=0.2 \
-      >/dev/null 2>&1 && break; sleep 0.1; done
+    start_bench_daemon $graphs --cuda_graphs=$graphs
     {
       echo "== cuda_graphs=$graphs"
       timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock rpc
@@ -112,11 +115,7 @@ if ! skip 7; then
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d \
       > "$LOG/mps_start.log" 2>&1; then
-    sock=/tmp/cakegrad-bench-mps.sock
-    "$CAKEGRAD_DAEMON" --socket=$sock --backend=cuda > "$LOG/daemon_bench_mps.log" 2>&1 &
-    dpid=$!
-    for _ in $(seq 100); do "$bin/cakegrad" health --address=unix://$sock --timeout=0.2 \
-      >/dev/null 2>&1 && break; sleep 0.1; done
+    start_bench_daemon mps
     {
       echo "== MPS (nvidia-cuda-mps-control -d), cuda_graphs=0"
       timeout 60 "$bin/cakegrad_daemon_bench" --address=unix://$sock latency
