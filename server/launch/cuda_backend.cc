@@ -14,6 +14,7 @@
 #include "common/kernel_status.h"
 #include "common/status_macros.h"
 #include "launch/backend.h"
+#include "launch/device_table.h"
 #include "launch/graph_cache.h"
 #include "launch/graph_key.h"
 #include "spdlog/spdlog.h"
@@ -254,6 +255,9 @@ class CudaBackend : public Backend {
                    d.cc_major, d.cc_minor, d.memory >> 30, d.workspace_bytes >> 20);
       devices_.push_back(std::move(d));
     }
+    std::vector<std::string> uuids;
+    for (const DeviceState& d : devices_) uuids.push_back(d.uuid);
+    table_ = DeviceTable(std::move(uuids));
     return absl::OkStatus();
   }
 
@@ -536,13 +540,8 @@ class CudaBackend : public Backend {
 
   // The GPU a client names by UUID (ordinals differ between containers).
   absl::StatusOr<const DeviceState*> FindDevice(const std::string& uuid) const {
-    std::vector<std::string> known;
-    for (const DeviceState& d : devices_) {
-      if (d.uuid == uuid) return &d;
-      known.push_back(d.uuid);
-    }
-    return absl::NotFoundError(absl::StrCat(
-        "no GPU with UUID \"", uuid, "\" in this daemon; it serves ", absl::StrJoin(known, ", ")));
+    ASSIGN_OR_RETURN(const int ordinal, table_.Find(uuid));
+    return &devices_[ordinal];
   }
 
   std::shared_ptr<EventRing> FindRing(const std::string& session_id) {
@@ -608,6 +607,7 @@ class CudaBackend : public Backend {
   }
 
   std::vector<DeviceState> devices_;
+  DeviceTable table_;  // the UUIDs of devices_, in ordinal order
   Graveyard graveyard_;
   size_t max_event_slots_ = 64;
   absl::Mutex rings_mu_;

@@ -63,7 +63,8 @@ struct BoundCall {
   absl::flat_hash_map<std::string, BoundTensor> tensors;
   absl::flat_hash_map<std::string, int64_t> dims;  // bound shape symbols (S, C, T, ...)
   std::vector<std::shared_ptr<const Region>> pins;
-  int device = -1;  // CUDA ordinal of the tensors, -1 on the host backend
+  int device = -1;       // CUDA ordinal of the tensors, -1 on the host backend
+  std::string gpu_uuid;  // that GPU's UUID (what the response names); empty on the host backend
   std::string session_id;
   int event_slot = -1;  // EVENT completion: the slot of the session's ring; -1: SYNC
 

@@ -249,9 +249,11 @@ grpc::ServerUnaryReactor* CakegradService::Run(grpc::CallbackServerContext* cont
   Job job;
   job.session_id = request->session_id();
   job.call = std::make_unique<BoundCall>(*std::move(bound));
-  job.done = [this, reactor, response, name, start](absl::Status status, JobTiming timing) {
+  job.done = [this, reactor, response, name, start, gpu_uuid = job.call->gpu_uuid](
+                 absl::Status status, JobTiming timing) {
     if (status.ok()) {
       response->set_operator_(name);
+      response->set_gpu_uuid(gpu_uuid);
       response->set_queue_us(absl::ToDoubleMicroseconds(timing.queued));
       response->set_compute_us(absl::ToDoubleMicroseconds(timing.compute));
       response->set_gpu_us(absl::ToDoubleMicroseconds(timing.info.gpu));

@@ -213,11 +213,11 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
       first_tensor = &spec;
       first_region = &region;
       call.device = region.range.device;
+      call.gpu_uuid = region.range.gpu_uuid;
     } else if (region.range.device != call.device) {
       return Invalid(op, spec.name,
-                     absl::StrCat("is on GPU ", region.range.gpu_uuid, " but ",
-                                  first_tensor->name, " is on GPU ",
-                                  first_region->range.gpu_uuid,
+                     absl::StrCat("is on GPU ", region.range.gpu_uuid, " but ", first_tensor->name,
+                                  " is on GPU ", first_region->range.gpu_uuid,
                                   ": all tensors of one call must be on the same GPU"));
     }
     bound.data = region.range.base + ref.offset();

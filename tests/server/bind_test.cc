@@ -329,6 +329,7 @@ TEST_F(BindTest, CallRunsOnTheGpuOfItsTensorsAndNeverSpansTwo) {
   auto call = Bind(*FindOp("conv1d_backward"), r, "me", registry_, cuda);
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->device, 1) << "routed to the GPU that holds the tensors";
+  EXPECT_EQ(call->gpu_uuid, "GPU-1") << "the response names the GPU that ran the call";
 
   r.mutable_dy()->set_region_id(gpu0);
   absl::Status s = Bind(*FindOp("conv1d_backward"), r, "me", registry_, cuda).status();
