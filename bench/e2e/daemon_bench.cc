@@ -14,7 +14,10 @@
 //   cakegrad_daemon_bench --address=... busy --clients=1,4,16 --seconds=5
 //     K client processes set up, then submit mHC backward_finish (T=4096, C=4096) back to back
 //     (SYNC) over the same wall-clock window; prints the GPU's busy fraction of that window:
-//     the sum of the daemon's per-call GPU times (CUDA events) / window / devices.
+//     the sum of the daemon's per-call GPU times (CUDA events) / window / devices. With several
+//     GPUs, client i allocates on GPU i mod G (its CUDA ordinal; the daemon routes by UUID),
+//     and each GPU's own busy fraction of the common window is printed too: all near 100%
+//     means the daemon kept every GPU busy at the same time.
 //
 // Memory is CUDA (IPC) or POSIX shm by the daemon's backend. Prints a table; results are kept
 // in bench/results/.
@@ -35,6 +38,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cakegrad/client/client.h"
 #include "cakegrad/client/shared_memory.h"
@@ -56,6 +60,7 @@ ABSL_FLAG(std::string, clients, "1,4,16", "busy: client process counts");
 ABSL_FLAG(double, seconds, 5, "busy: seconds each client submits");
 ABSL_FLAG(int64_t, mhc_tokens, 4096, "busy: T of mhc_backward_finish");
 ABSL_FLAG(std::string, role, "", "internal: worker");
+ABSL_FLAG(int, device, 0, "internal: the worker's CUDA device");
 ABSL_FLAG(int64_t, start_at_us, 0, "internal: the worker's start, microseconds since the epoch");
 
 extern char** environ;
@@ -311,6 +316,11 @@ int64_t NowUs() {
 // late_start" (sums over its requests).
 int Worker(Client& client, bool cuda) {
   const int64_t T = absl::GetFlag(FLAGS_mhc_tokens), C = 4096;
+#if defined(CAKEGRAD_WITH_CUDA)
+  if (cuda) {
+    BENCH_CUDA(cudaSetDevice(absl::GetFlag(FLAGS_device)));
+  }
+#endif
   Arena arena(client, cuda, static_cast<uint64_t>(T) * C * 24 + (64ull << 20));
   cakegrad::MhcBackwardFinishArgs a;
   a.x = arena.Add(DType::kBF16, {T, 4, C});
@@ -351,28 +361,37 @@ int Busy(const char* self, int devices, bool cuda) {
     std::printf("busy: the host backend reports no GPU time; nothing to measure\n");
     return 0;
   }
+  int visible = devices;
+#if defined(CAKEGRAD_WITH_CUDA)
+  BENCH_CUDA(cudaGetDeviceCount(&visible));
+#endif
+  // Clients spread over the GPUs this process sees; the daemon must serve all of them.
+  const int gpus = std::max(1, std::min(devices, visible));
   const double seconds = absl::GetFlag(FLAGS_seconds);
   std::printf("mhc_backward_finish T=%lld C=4096, SYNC, every client over the same %.1f s\n",
               static_cast<long long>(absl::GetFlag(FLAGS_mhc_tokens)), seconds);
   std::printf(
       "| clients | requests | requests/s | GPU busy (sum of GPU time / window / GPUs) "
-      "| mean GPU us | mean compute us |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+      "| each GPU busy | mean GPU us | mean compute us | mean queue us | mean round trip us |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (absl::string_view count : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
     const int clients = std::stoi(std::string(count));
     // Set-up (allocation, random fill, registration) happens before the common start.
     const int64_t start_at = NowUs() + 4000000 + 250000 * clients;
     std::vector<FILE*> workers;
     for (int i = 0; i < clients; ++i) {
-      const std::string cmd = absl::StrCat(
-          self, " --role=worker --address=", absl::GetFlag(FLAGS_address), " --seconds=", seconds,
-          " --mhc_tokens=", absl::GetFlag(FLAGS_mhc_tokens), " --start_at_us=", start_at);
+      const std::string cmd =
+          absl::StrCat(self, " --role=worker --address=", absl::GetFlag(FLAGS_address),
+                       " --seconds=", seconds, " --mhc_tokens=", absl::GetFlag(FLAGS_mhc_tokens),
+                       " --start_at_us=", start_at, " --device=", i % gpus);
       workers.push_back(popen(cmd.c_str(), "r"));
     }
     long long requests = 0;
     double gpu_us = 0, compute_us = 0, queue_us = 0, rtt_us = 0;
+    std::vector<double> gpu_us_of(gpus, 0.0);
     int late = 0;
-    for (FILE* w : workers) {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      FILE* w = workers[i];
       long long n = 0;
       double g = 0, c = 0, q = 0, r = 0;
       int l = 0;
@@ -382,15 +401,21 @@ int Busy(const char* self, int devices, bool cuda) {
       if (pclose(w) != 0) Die(absl::InternalError("worker failed"));
       requests += n;
       gpu_us += g;
+      gpu_us_of[i % gpus] += g;
       compute_us += c;
       queue_us += q;
       rtt_us += r;
       late += l;
     }
     const double per = static_cast<double>(std::max(1ll, requests));
-    std::printf("| %d | %lld | %.0f | %.1f%% | %.1f | %.1f | %.1f | %.1f |%s\n", clients, requests,
-                requests / seconds, 100.0 * gpu_us / 1e6 / seconds / devices, gpu_us / per,
-                compute_us / per, queue_us / per, rtt_us / per,
+    std::string each;
+    for (int d = 0; d < gpus; ++d) {
+      absl::StrAppend(&each, d == 0 ? "" : " / ",
+                      absl::StrFormat("%.1f%%", 100.0 * gpu_us_of[d] / 1e6 / seconds));
+    }
+    std::printf("| %d | %lld | %.0f | %.1f%% | %s | %.1f | %.1f | %.1f | %.1f |%s\n", clients,
+                requests, requests / seconds, 100.0 * gpu_us / 1e6 / seconds / devices,
+                each.c_str(), gpu_us / per, compute_us / per, queue_us / per, rtt_us / per,
                 late > 0 ? absl::StrCat(" (", late, " workers started late)").c_str() : "");
   }
   return 0;

@@ -24,8 +24,11 @@ namespace cakegrad::testing {
 
 class DaemonProcess {
  public:
-  // Starts the daemon with `extra_flags` and waits until health says SERVING.
-  absl::Status Start(std::vector<std::string> extra_flags = {}) {
+  // Starts the daemon with `extra_flags` and waits until health says SERVING. `env` entries
+  // ("NAME=value") replace or add to this process's environment for the daemon only (e.g. its
+  // own CUDA_VISIBLE_DEVICES).
+  absl::Status Start(std::vector<std::string> extra_flags = {},
+                     const std::vector<std::string>& env = {}) {
     char dir_template[] = "/tmp/cakegrad-test-XXXXXX";
     if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
     dir_ = dir_template;
@@ -43,7 +46,19 @@ class DaemonProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry(*e);
+      const std::string name = entry.substr(0, entry.find('='));
+      bool replaced = false;
+      for (const std::string& o : env) replaced |= o.substr(0, o.find('=')) == name;
+      if (!replaced) environment.push_back(entry);
+    }
+    for (const std::string& o : env) environment.push_back(o);
+    std::vector<char*> envp;
+    for (auto& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn cakegradd: ", rc));
     for (int i = 0; i < 200; ++i) {

@@ -10,9 +10,13 @@
 # git-ignored, so name both in the device tool's `carry`). The GPU machine's python3 has
 # torch, numpy, grpcio and protobuf; nothing is installed.
 #   bash tools/gpu/run_python_gpu.sh            STEPS=20 by default; logs under $OUT
+# GPUS=split gives each trainer its own GPU (two_trainers.py --gpus); the daemon sees the GPUs
+# of this environment's CUDA_VISIBLE_DEVICES. BUSY_BENCH=1 then measures every GPU's busy
+# fraction with cakegrad_daemon_bench busy (clients spread over the GPUs; CAKEGRAD_BENCH).
 set -uo pipefail
 OUT=${OUT:-/tmp/cakegrad-out}
 STEPS=${STEPS:-20}
+GPUS=${GPUS:-same}
 DAEMON=${CAKEGRAD_DAEMON:-build/server/cakegradd}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD/client/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
@@ -20,8 +24,9 @@ export PYTHONPATH="$PWD/client/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPAT
   echo "date: $(date -u +%FT%TZ)"
   echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD \
     2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "command: bash tools/gpu/run_python_gpu.sh (STEPS=$STEPS)"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "command: bash tools/gpu/run_python_gpu.sh (STEPS=$STEPS GPUS=$GPUS" \
+    "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"
+  nvidia-smi --query-gpu=index,uuid,name,driver_version --format=csv,noheader
   python3 -c 'import torch, grpc, google.protobuf as pb, numpy
 print(f"torch {torch.__version__} grpcio {grpc.__version__} protobuf {pb.__version__}")'
 } | tee "$OUT/env_python.txt"
@@ -60,8 +65,13 @@ python3 -c "import cakegrad; cakegrad.Client('unix:$sock', connect_timeout=180).
 
 rc=0
 python3 tests/gpu/python/two_trainers.py --address "unix:$sock" --steps "$STEPS" --out "$OUT" \
-  2>&1 | tee "$OUT/two_trainers.txt"
+  --gpus "$GPUS" 2>&1 | tee "$OUT/two_trainers.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+if [ "${BUSY_BENCH:-0}" = 1 ]; then
+  timeout 120 "${CAKEGRAD_BENCH:-build/bench/cakegrad_daemon_bench}" --address="unix://$sock" \
+    busy --clients="${BUSY_CLIENTS:-2,8}" --seconds=5 2>&1 | tee "$OUT/busy.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
 
 # Expandable-segment memory cannot go through legacy CUDA IPC: the package must say what to change.
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 - "unix:$sock" <<'PY' 2>&1 \

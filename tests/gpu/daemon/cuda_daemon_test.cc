@@ -17,6 +17,7 @@
 #include "cakegrad/kernels/mhc.h"
 #include "common/test_util.h"
 #include "daemon_process.h"
+#include "device_arena.h"
 #include "gmock/gmock.h"
 #include "gpu/gpu_test_util.h"
 #include "grpcpp/create_channel.h"
@@ -28,63 +29,6 @@ namespace {
 
 using ::testing::HasSubstr;
 namespace k = kernels;
-
-// Tensors placed in one cudaMalloc'd allocation, registered once with the daemon.
-class DeviceArena {
- public:
-  explicit DeviceArena(uint64_t bytes) : bytes_(bytes) {
-    EXPECT_EQ(cudaMalloc(&base_, bytes), cudaSuccess);
-    EXPECT_EQ(cudaMemset(base_, 0xFF, bytes), cudaSuccess);  // poison: NaN in BF16 and FP32
-  }
-  ~DeviceArena() { cudaFree(base_); }
-  void Register(Client& client) {
-    auto id = client.RegisterCudaBuffer(base_, bytes_, "arena");
-    ASSERT_TRUE(id.ok()) << id.status();
-    region_ = *id;
-  }
-  Tensor Alloc(DType dtype, std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    Tensor t{region_, next_, dtype, std::move(shape)};
-    next_ += (static_cast<uint64_t>(n * k::DTypeBytes(dtype)) + 255) / 256 * 256;
-    EXPECT_LE(next_, bytes_);
-    return t;
-  }
-  template <typename T>
-  Tensor Put(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-    Tensor t = Alloc(dtype, std::move(shape));
-    EXPECT_EQ(
-        cudaMemcpy(ptr<void>(t), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
-        cudaSuccess);
-    return t;
-  }
-  static size_t ByteSize(const Tensor& t) {
-    int64_t n = k::DTypeBytes(t.dtype);
-    for (int64_t d : t.shape) n *= d;
-    return static_cast<size_t>(n);
-  }
-  void Poison(const Tensor& t) {
-    EXPECT_EQ(cudaMemset(ptr<void>(t), 0xFF, ByteSize(t)), cudaSuccess);
-  }
-  template <typename T>
-  T* ptr(const Tensor& t) const {
-    return reinterpret_cast<T*>(static_cast<char*>(base_) + t.offset);
-  }
-  std::vector<uint8_t> Bytes(const Tensor& t) const {
-    std::vector<uint8_t> out(ByteSize(t));
-    EXPECT_EQ(cudaMemcpy(out.data(), ptr<void>(t), out.size(), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return out;
-  }
-  void* base() const { return base_; }
-  uint64_t region() const { return region_; }
-
- private:
-  void* base_ = nullptr;
-  uint64_t bytes_;
-  uint64_t region_ = 0;
-  uint64_t next_ = 0;
-};
 
 // Every test runs against a daemon that launches eagerly and one that replays captured CUDA
 // graphs (--cuda_graphs): the results must be the library's bits either way.

@@ -16,13 +16,20 @@ When both trainers have exited, GetServerStatus must report no regions (rank 0 e
 normally, its client closing the session; rank 1 leaves with os._exit, so only the dropped
 session stream tells the daemon).
 
+Every step also records a digest of each tensor the daemon produced and of every gradient, so
+that two runs can be compared bit for bit (tests/gpu/python/compare_trainer_runs.py). With
+--gpus split each trainer gets its own GPU (CUDA_VISIBLE_DEVICES set to one GPU, so each
+sees it as cuda:0 while the daemon knows it by another ordinal: routing is by UUID); with
+--gpus same (the default) both share the first visible GPU.
+
     python tests/gpu/python/two_trainers.py --address unix:/tmp/cakegrad.sock --steps 20 \
-        --out $OUT
+        --out $OUT [--gpus split]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -44,6 +51,14 @@ MHC_OPTS = dict(rms_eps=1e-5, hc_eps=1e-6, sinkhorn_iters=20)
 # checks hold SPEC's tolerances.
 E2E_TOL_ALL = 2e-2
 E2E_TOL_EACH = 0.25
+
+
+def digest(t) -> str:
+    """The first 16 hex digits of the SHA-256 of a tensor's bytes."""
+    import torch
+
+    raw = t.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def rel(a, b) -> float:
@@ -180,13 +195,17 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
     if device_kind == "cuda":
         device = torch.device("cuda", 0)
         torch.cuda.set_device(device)
+        preflight_uuid = _cuda.gpu_uuid(0)
+        print(f"rank {rank} on GPU {preflight_uuid} (CUDA_VISIBLE_DEVICES="
+              f"{os.environ.get('CUDA_VISIBLE_DEVICES', '')})", flush=True)
         # Preflight: the driver's IPC handle is torch's _share_cuda_() handle (DESIGN.md).
         probe = torch.empty(1 << 20, device=device)
         mem = _cuda.describe(probe)
         kind, handle, offset, _ = _cuda.torch_share_handle(probe)
         preflight = {"handle_equal": handle == mem.handle, "kind": kind.decode(),
                      "offset_equal":
-                         probe.untyped_storage().data_ptr() - mem.region_start == offset}
+                         probe.untyped_storage().data_ptr() - mem.region_start == offset,
+                     "gpu": preflight_uuid}
         print(f"rank {rank} preflight {preflight}", flush=True)
     else:
         device = torch.device("cpu")  # a host-backend daemon: checks the script, not CUDA
@@ -197,6 +216,7 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
     log = open(os.path.join(out_dir, f"trainer{rank}.jsonl"), "w")
     failures = 0
     for step in range(steps):
+        t_wall0 = time.time()
         X = (torch.randn(T, 4, C, device=device)).bfloat16().requires_grad_()
         target = torch.randn(T, 4, C, device=device).bfloat16()
         opt.zero_grad(set_to_none=True)
@@ -218,11 +238,20 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
         e2e = {name: rel(p.grad, ref_grads[name]) for name, p in named}
         e2e["all"] = rel(torch.cat([p.grad.double().flatten().cpu() for _, p in named]),
                          torch.cat([ref_grads[name].flatten() for name, _ in named]))
+        # What the daemon computed (forward and backward of every operator) and every gradient.
+        digests = {"loss": digest(loss), "Y": digest(Y), "conv1d y": digest(cap["h"]),
+                   "kda o": digest(cap["o"]), "conv1d dx": digest(cap["dU"]),
+                   "mhc dX": digest(cap["dX"]), "mhc dB": digest(cap["dB"])}
+        digests.update({f"kda {n}": digest(t) for n, t in
+                        zip(("dq", "dk", "dv", "dg", "dbeta"), cap["dkda_in"])})
+        digests.update({f"grad {name}": digest(p.grad) for name, p in block.named_parameters()})
         bad = [k for k, (e, tol) in per_op.items() if not (e <= tol)]
         bad += [f"e2e {k}" for k, e in e2e.items()
                 if not (e <= (E2E_TOL_ALL if k == "all" else E2E_TOL_EACH))]
         failures += bool(bad)
-        record = {"rank": rank, "step": step, "loss": loss.item(), "ref_loss": ref_loss,
+        record = {"rank": rank, "step": step, "t_start": t_wall0, "t_end": time.time(),
+                  "gpu": preflight.get("gpu", ""), "digests": digests,
+                  "loss": loss.item(), "ref_loss": ref_loss,
                   "backward_s": step_s, "check_s": check_s, "regions": len(client.list_regions()),
                   "per_op": {k: [e, tol] for k, (e, tol) in per_op.items()}, "e2e": e2e,
                   "failed": bad}
@@ -238,7 +267,7 @@ def trainer(rank: int, address: str, steps: int, out_dir: str, device_kind: str)
     summary = {"rank": rank, "steps": steps, "failed_steps": failures, "preflight": preflight}
     with open(os.path.join(out_dir, f"trainer{rank}.json"), "w") as f:
         json.dump(summary, f)
-    ok = failures == 0 and all(v is True or v == "c" for v in preflight.values())
+    ok = failures == 0 and all(v is True or v == "c" or k == "gpu" for k, v in preflight.items())
     print(f"rank {rank} done: {summary}", flush=True)
     return 0 if ok else 1
 
@@ -250,6 +279,8 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/cakegrad-out")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                         help="cpu: against a --backend=host daemon, to check the script itself")
+    parser.add_argument("--gpus", default="same", choices=["same", "split"],
+                        help="split: trainer r alone on the r-th visible GPU")
     parser.add_argument("--rank", type=int, default=None, help="internal: run one trainer")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -262,9 +293,15 @@ def main() -> int:
 
     # Trainer 0 uses SYNC completion, trainer 1 EVENT completion (no host waits), unless the
     # environment already chose one for both.
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d]
+
     def env(rank: int) -> dict:
         e = dict(os.environ)
         e.setdefault("CAKEGRAD_COMPLETION", "event" if rank == 1 else "sync")
+        if args.gpus == "split":
+            e["CUDA_VISIBLE_DEVICES"] = visible[rank] if visible else str(rank)
+        elif visible:
+            e["CUDA_VISIBLE_DEVICES"] = visible[0]
         return e
 
     procs = [subprocess.Popen([sys.executable, __file__, "--address", args.address,
