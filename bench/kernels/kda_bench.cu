@@ -7,6 +7,10 @@
 //            dS u 2, dpred S 2, dSd 2, dSd S 2, dS *= d 1, do S 2)
 // which is FP32 FMA work (the exact FP32-state recurrence has no tensor-core form), so the
 // compute floor uses the FP32 rate. Bytes are the tensors each pass must read and write once.
+// The forward is chunked (tensor cores), so its line also gives the chunked algorithm's floor
+// (bench/results/kda_h200.md: C = 64, BF16x3 state-path products at the BF16 rate, TF32 output
+// products, per token and head kk 16384 + solve 2731 + W/Uv 32768 + state 65536 FLOP at x3, out
+// 65536 FLOP at the TF32 rate).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,11 +31,17 @@ using cakegrad::kernels::KdaBackwardCuda;
 using cakegrad::kernels::KdaBackwardWorkspaceBytes;
 using cakegrad::kernels::KdaBwdParams;
 using cakegrad::kernels::KdaForwardCuda;
+using cakegrad::kernels::KdaForwardWorkspaceBytes;
 using cakegrad::kernels::KdaFwdParams;
 using cakegrad::kernels::Status;
 
 constexpr double kFp32FlopsPerS = 67e12;  // H200 SXM datasheet FP32 (non-tensor)
 constexpr double kBytesPerS = 4.8e12;     // H200 HBM3e datasheet
+constexpr double kBf16FlopsPerS = 990e12;  // dense BF16 tensor core, datasheet
+constexpr double kTf32FlopsPerS = 495e12;
+// Seconds per (token, head) of the chunked forward's matmuls on the tensor cores (see above).
+constexpr double kChunkedFwdSecondsPerPair =
+    3.0 * (16384 + 2731 + 32768 + 65536) / kBf16FlopsPerS + 65536 / kTf32FlopsPerS;
 constexpr int64_t kD = 128;
 
 #define BENCH_CUDA(expr)                                                                        \
@@ -132,7 +142,8 @@ void Run(const Case& c) {
   float *dA = Alloc<float>(c.H), *ddt = Alloc<float>(c.H * kD),
         *ds0 = Alloc<float>(N * c.H * kD * kD);
   const int64_t num_docs = N > 1 ? N : 0;
-  const int64_t wsb = KdaBackwardWorkspaceBytes(1, c.T, c.H, num_docs);
+  const int64_t wsb = std::max(KdaBackwardWorkspaceBytes(1, c.T, c.H, num_docs),
+                               KdaForwardWorkspaceBytes(1, c.T, c.H, num_docs));
   void* ws = Alloc<uint8_t>(static_cast<size_t>(wsb));
 
   KdaFwdParams f;
@@ -148,6 +159,8 @@ void Run(const Case& c) {
   f.seqlens_dtype = DType::kINT64;
   f.o = o;
   f.final_state = fs;
+  f.workspace = ws;
+  f.workspace_bytes = wsb;
   f.B = 1;
   f.T = c.T;
   f.H = c.H;
@@ -208,6 +221,10 @@ void Run(const Case& c) {
         ms <= target ? "MET" : "missed");
   };
   line("fwd", fwd, fwd_flop, fwd_bytes, c.fwd_target_ms);
+  const double chunked_floor_ms =
+      1e3 * std::max(pairs * kChunkedFwdSecondsPerPair, fwd_bytes / kBytesPerS);
+  std::printf("%-28s fwd  chunked-algorithm floor %6.3f ms  x%5.2f\n", c.name.c_str(),
+              chunked_floor_ms, fwd / chunked_floor_ms);
   line("bwd", bwd, bwd_flop, bwd_bytes, c.bwd_target_ms);
 
   for (void* p : {static_cast<void*>(q),     static_cast<void*>(k),

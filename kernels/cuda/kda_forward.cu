@@ -10,6 +10,7 @@
 // The CTA is warp-specialized: kComputeWarps run the recurrence on token batch b while
 // kPrepWarps compute batch b+1's vectors (L2 norms, gate, beta) into the other shared-memory
 // buffer and already have batch b+2's raw loads in flight; one barrier per batch.
+#include "kda_chunked_forward.cuh"
 #include "kda_common.cuh"
 
 namespace cakegrad::kernels {
@@ -260,7 +261,7 @@ Status KdaForwardCuda(const KdaFwdParams& p, cudaStream_t stream) {
   a.initial_state = p.initial_state;
   a.o = p.o;
   a.final_state = p.final_state;
-  return kda_cuda::LaunchForwardPass(a, /*recompute=*/false, stream);
+  return kda_cuda::LaunchChunkedForward(a, p.workspace, p.workspace_bytes, stream);
 }
 
 }  // namespace cakegrad::kernels

@@ -48,4 +48,27 @@ constexpr BwdLayout MakeBwdLayout(int64_t B, int64_t T, int64_t H, int64_t num_d
   return l;
 }
 
+// Chunked forward (kernels/cuda/kda_chunked_forward.cu): tokens per chunk, and one record of
+// chunk operands per (chunk slot, head). Document n's chunk c lives at slot
+// floor(bos_n / kChunk) + n + c: unique per chunk, and below ChunkSlots for any clamped offsets.
+constexpr int64_t kChunk = 64;
+constexpr int64_t ChunkSlots(int64_t total_tokens, int64_t docs) {
+  return total_tokens / kChunk + docs + 1;
+}
+
+// One chunk record (bytes). Split operands are BF16 pairs (hi = bf16(x), lo = bf16(x - hi)),
+// hi block then lo block, row-major: -W [64][128], Q Gam [64][128], (K Gam_C / Gam)^T
+// [128][64], M [64][64]; then Uv FP32 [64][128] and Gam_C FP32 [128].
+constexpr int64_t kRecNegW = 0;
+constexpr int64_t kRecQg = kRecNegW + 2 * kChunk * kDim * 2;
+constexpr int64_t kRecKdecT = kRecQg + 2 * kChunk * kDim * 2;
+constexpr int64_t kRecM = kRecKdecT + 2 * kDim * kChunk * 2;
+constexpr int64_t kRecUv = kRecM + 2 * kChunk * kChunk * 2;
+constexpr int64_t kRecGamC = kRecUv + kChunk * kDim * 4;
+constexpr int64_t kRecBytes = AlignUp(kRecGamC + kDim * 4);
+
+constexpr int64_t FwdWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
+  return ChunkSlots(B * T, Docs(B, num_docs)) * H * kRecBytes;
+}
+
 }  // namespace cakegrad::kernels::kda_layout

@@ -6,12 +6,8 @@
 namespace cakegrad::kernels {
 
 int64_t KdaForwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
-  // The forward keeps its state in registers and writes outputs directly: no scratch.
-  (void)B;
-  (void)T;
-  (void)H;
-  (void)num_docs;
-  return 0;
+  if (B < 0 || T < 0 || H < 1) return 0;
+  return kda_layout::FwdWorkspaceBytes(B, T, H, num_docs);
 }
 
 int64_t KdaBackwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {

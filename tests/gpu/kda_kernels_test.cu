@@ -1,6 +1,7 @@
 // The KDA CUDA kernels against the FP64 reference (fresh random inputs, poisoned outputs), their
 // bitwise determinism (runs, garbage workspaces, streams, graph replay), malformed cu_seqlens
-// and argument checks.
+// and argument checks. The forward is chunked (64-token chunks, 16-token decay sub-chunks), so
+// the forward-only cases add chunk edges, slow decay (long memory) and gates at lower_bound.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -8,10 +9,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "reference/kda_layout.h"
 #include "reference/kda_reference_internal.h"
 #include "cakegrad/kernels/kda.h"
 #include "common/test_util.h"
@@ -33,9 +36,14 @@ struct Shape {
   float scale = kKdaDefaultScale;
   float lower_bound = kKdaDefaultLowerBound;
   bool with_initial = true;
+  double dt_mean = 0.0;  // dt_bias ~ N(dt_mean, 0.5): -6 gives gates near 0 (slow decay)
+  double g_mean = 0.0;   // g ~ N(g_mean, 1): +6 puts most gates near lower_bound
   std::string Name() const {
     std::string s = "B" + std::to_string(B) + "_T" + std::to_string(T) + "_H" + std::to_string(H);
     if (!lens.empty()) s += "_docs" + std::to_string(lens.size()) + (int32 ? "_i32" : "_i64");
+    if (!with_initial) s += "_noinit";
+    if (dt_mean != 0.0) s += "_slowdecay";
+    if (g_mean != 0.0) s += "_fastdecay";
     return s;
   }
 };
@@ -69,11 +77,11 @@ HostData MakeHost(const Shape& s) {
   h.q = testing::RandomBf16(n);
   h.k = testing::RandomBf16(n);
   h.v = testing::RandomBf16(n);
-  h.g = testing::RandomBf16(n);
+  h.g = testing::RandomBf16(n, s.g_mean);
   h.beta = testing::RandomBf16(h.tok * s.H);
   h.d_o = testing::RandomBf16(n);
   h.A_log = testing::UniformFloat(s.H, -1.0, 1.0);
-  h.dt_bias = testing::RandomFloat(s.H * kD, 0.0, 0.5);
+  h.dt_bias = testing::RandomFloat(s.H * kD, s.dt_mean, 0.5);
   h.s0 = testing::RandomFloat(h.N * s.H * kDD, 0.0, 0.1);
   h.dfs = testing::RandomFloat(h.N * s.H * kDD);
   return h;
@@ -318,6 +326,192 @@ std::vector<Shape> AccuracyShapes() {
 INSTANTIATE_TEST_SUITE_P(Shapes, KdaKernelsAccuracy, ::testing::ValuesIn(AccuracyShapes()),
                          [](const ::testing::TestParamInfo<Shape>& i) { return i.param.Name(); });
 
+// The forward alone (its FP64 reference is cheap enough for long and wide shapes).
+class KdaForwardAccuracy : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(KdaForwardAccuracy, MatchesFp64Reference) {
+  CAKEGRAD_REQUIRE_GPU();
+  Problem pr(GetParam());
+  pr.Poison();
+  const Status f = KdaForwardCuda(pr.Fwd(), nullptr);
+  ASSERT_TRUE(f.ok()) << f.message();
+  CUDA_ASSERT_OK(cudaGetLastError());
+  CUDA_ASSERT_OK(cudaStreamSynchronize(nullptr));
+  std::vector<double> o, fs;
+  kda_ref::Forward(pr.Exact(), &o, &fs);
+  const double eo = RelL2(testing::Bf16ToDouble(pr.o.Download()), o);
+  const double efs = RelL2(testing::ToDouble(pr.fs.Download()), fs);
+  std::printf("[ kda fwd ] %-40s o rel-L2 %.3e (limit 5e-3)  final_state rel-L2 %.3e (limit 1e-4)\n",
+              GetParam().Name().c_str(), eo, efs);
+  EXPECT_LE(eo, 5e-3);
+  EXPECT_LE(efs, 1e-4);
+}
+
+std::vector<Shape> ForwardShapes() {
+  std::vector<Shape> s;
+  auto plain = [](int64_t B, int64_t T, int64_t H) {
+    Shape x;
+    x.B = B;
+    x.T = T;
+    x.H = H;
+    return x;
+  };
+  for (int64_t T : {0, 1, 63, 64, 65, 127, 129, 4096}) s.push_back(plain(2, T, 4));
+  s.push_back(plain(2, 200, 32));
+  s.push_back(plain(2, 4096, 1));
+  s.push_back(plain(1, 16384, 4));
+  Shape slow = plain(1, 16384, 2);  // long memory: errors could pile up over 256 chunks
+  slow.dt_mean = -6.0;
+  s.push_back(slow);
+  Shape fast = plain(2, 1000, 4);  // gates near -5: decay factors up to e^75 per sub-chunk
+  fast.g_mean = 6.0;
+  s.push_back(fast);
+  Shape fast_noinit = fast;
+  fast_noinit.with_initial = false;
+  fast_noinit.scale = 2.5f;
+  s.push_back(fast_noinit);
+  Shape mild = plain(1, 777, 4);
+  mild.lower_bound = -0.3f;
+  s.push_back(mild);
+  // Documents around the 64-token chunk and 16-token sub-chunk edges, empty and 1-token ones.
+  const std::vector<int64_t> lens = {63, 0, 64, 1, 65, 15, 16, 17, 127, 128, 0, 129, 1, 48, 200, 2};
+  s.push_back(Packed(lens, 4, /*int32=*/false));
+  s.push_back(Packed(lens, 1, /*int32=*/true));
+  Shape packed_fast = Packed(lens, 2, false);
+  packed_fast.g_mean = 6.0;
+  packed_fast.with_initial = false;
+  s.push_back(packed_fast);
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KdaForwardAccuracy, ::testing::ValuesIn(ForwardShapes()),
+                         [](const ::testing::TestParamInfo<Shape>& i) { return i.param.Name(); });
+
+// The chunk records the forward's preparation kernel leaves in the workspace (layout:
+// reference/kda_layout.h) against the same quantities in FP64: a failure of the forward is then
+// placed in the preparation or in the state pass.
+TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
+  CAKEGRAD_REQUIRE_GPU();
+  namespace L = kda_layout;
+  Shape sh = Packed({70, 0, 1, 64, 130}, 2, /*int32=*/false);
+  sh.g_mean = 2.0;
+  Problem pr(sh);
+  pr.ws.Fill(0);
+  pr.Poison();
+  ASSERT_TRUE(KdaForwardCuda(pr.Fwd(), nullptr).ok());
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
+  const std::vector<uint8_t> ws = pr.ws.Download();
+  const HostData& hd = pr.h;
+  const int64_t H = sh.H;
+  const std::vector<double> q = testing::Bf16ToDouble(hd.q), k = testing::Bf16ToDouble(hd.k),
+                            v = testing::Bf16ToDouble(hd.v), g = testing::Bf16ToDouble(hd.g),
+                            beta = testing::Bf16ToDouble(hd.beta);
+  auto bf = [](uint16_t x) {
+    const uint32_t bits = uint32_t{x} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+  };
+  auto split = [&](const uint8_t* rec, int64_t off, int64_t count, int64_t i) {
+    uint16_t hi, lo;
+    std::memcpy(&hi, rec + off + 2 * i, 2);
+    std::memcpy(&lo, rec + off + 2 * (count + i), 2);
+    return bf(hi) + bf(lo);
+  };
+  struct Acc {
+    const char* name;
+    std::vector<double> got, exact;
+  };
+  std::vector<Acc> acc = {{"-W", {}, {}},  {"Uv", {}, {}},      {"Q Gam", {}, {}},
+                          {"M", {}, {}},   {"Kdec^T", {}, {}}, {"Gam_C", {}, {}}};
+  constexpr int64_t C = L::kChunk;
+  for (size_t n = 0; n + 1 < hd.cu.size(); ++n) {
+    const int64_t bos = hd.cu[n], len = hd.cu[n + 1] - bos;
+    for (int64_t c = 0; c * C < len; ++c) {
+      const int64_t t0 = bos + c * C, nt = std::min(C, len - c * C);
+      for (int64_t h = 0; h < H; ++h) {
+        const uint8_t* rec =
+            ws.data() + ((bos / C + static_cast<int64_t>(n) + c) * H + h) * L::kRecBytes;
+        std::vector<double> qh(C * kD, 0.0), kh(C * kD, 0.0), G(C * kD, 0.0), bt(C, 0.0);
+        for (int64_t t = 0; t < C; ++t) {
+          for (int64_t j = 0; j < kD; ++j) G[t * kD + j] = t > 0 ? G[(t - 1) * kD + j] : 0.0;
+          if (t >= nt) continue;
+          const int64_t base = ((t0 + t) * H + h) * kD;
+          double sq = 0, sk = 0;
+          for (int64_t j = 0; j < kD; ++j) {
+            sq += q[base + j] * q[base + j];
+            sk += k[base + j] * k[base + j];
+          }
+          const double ea = std::exp(static_cast<double>(hd.A_log[h]));
+          for (int64_t j = 0; j < kD; ++j) {
+            qh[t * kD + j] = q[base + j] / std::sqrt(sq + 1e-6);
+            kh[t * kD + j] = k[base + j] / std::sqrt(sk + 1e-6);
+            const double x = ea * (g[base + j] + hd.dt_bias[h * kD + j]);
+            G[t * kD + j] += sh.lower_bound / (1.0 + std::exp(-x));
+          }
+          bt[t] = 1.0 / (1.0 + std::exp(-beta[(t0 + t) * H + h]));
+        }
+        std::vector<double> A(C * C, 0.0), M(C * C, 0.0);
+        for (int64_t t = 0; t < C; ++t) {
+          for (int64_t i = 0; i <= t; ++i) {
+            double a = 0, m = 0;
+            for (int64_t j = 0; j < kD; ++j) {
+              const double e = std::exp(G[t * kD + j] - G[i * kD + j]) * kh[i * kD + j];
+              a += kh[t * kD + j] * e;
+              m += qh[t * kD + j] * e;
+            }
+            if (i < t) A[t * C + i] = bt[t] * a;
+            M[t * C + i] = m;
+          }
+        }
+        // X = (I + A)^-1 [beta K Gam | beta V]
+        std::vector<double> X(C * 2 * kD, 0.0);
+        for (int64_t t = 0; t < C; ++t) {
+          for (int64_t col = 0; col < 2 * kD; ++col) {
+            double rhs = 0;
+            if (t < nt) {
+              rhs = col < kD ? bt[t] * kh[t * kD + col] * std::exp(G[t * kD + col])
+                             : bt[t] * v[((t0 + t) * H + h) * kD + col - kD];
+            }
+            for (int64_t j = 0; j < t; ++j) rhs -= A[t * C + j] * X[j * 2 * kD + col];
+            X[t * 2 * kD + col] = rhs;
+          }
+        }
+        for (int64_t t = 0; t < C; ++t) {
+          for (int64_t j = 0; j < kD; ++j) {
+            acc[0].got.push_back(split(rec, L::kRecNegW, C * kD, t * kD + j));
+            acc[0].exact.push_back(-X[t * 2 * kD + j]);
+            float u;
+            std::memcpy(&u, rec + L::kRecUv + 4 * (t * kD + j), 4);
+            acc[1].got.push_back(u);
+            acc[1].exact.push_back(X[t * 2 * kD + kD + j]);
+            acc[2].got.push_back(split(rec, L::kRecQg, C * kD, t * kD + j));
+            acc[2].exact.push_back(qh[t * kD + j] * std::exp(G[t * kD + j]));
+            acc[4].got.push_back(split(rec, L::kRecKdecT, C * kD, j * C + t));
+            acc[4].exact.push_back(kh[t * kD + j] *
+                                   std::exp(G[(C - 1) * kD + j] - G[t * kD + j]));
+          }
+          for (int64_t i = 0; i < C; ++i) {
+            acc[3].got.push_back(split(rec, L::kRecM, C * C, t * C + i));
+            acc[3].exact.push_back(M[t * C + i]);
+          }
+        }
+        for (int64_t j = 0; j < kD; ++j) {
+          float gc;
+          std::memcpy(&gc, rec + L::kRecGamC + 4 * j, 4);
+          acc[5].got.push_back(gc);
+          acc[5].exact.push_back(std::exp(G[(C - 1) * kD + j]));
+        }
+      }
+    }
+  }
+  for (const Acc& a : acc) {
+    const double err = RelL2(a.got, a.exact);
+    std::printf("[ kda records ] %-7s rel-L2 %.3e over %zu values\n", a.name, err, a.got.size());
+    EXPECT_LE(err, 1e-4) << a.name;
+  }
+}
+
 TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
   Problem pr(Packed({0, 1, 40, 300, 9, 1000, 33}, 4, false));
@@ -418,6 +612,9 @@ TEST(KdaKernels, RejectsBadArgumentsWithoutLaunching) {
   b.lower_bound = 0.0f;
   EXPECT_EQ(KdaBackwardCuda(b, nullptr).code(), StatusCode::kInvalidArgument);
   KdaFwdParams f = pr.Fwd();
+  f.workspace_bytes = KdaForwardWorkspaceBytes(1, 11, 1, 2) - 1;
+  EXPECT_EQ(KdaForwardCuda(f, nullptr).code(), StatusCode::kResourceExhausted);
+  f = pr.Fwd();
   f.B = 2;
   EXPECT_EQ(KdaForwardCuda(f, nullptr).code(), StatusCode::kInvalidArgument);
   f = pr.Fwd();
