@@ -29,6 +29,26 @@ std::chrono::system_clock::time_point Deadline(double seconds) {
          std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
 }
 
+#if defined(CAKEGRAD_WITH_CUDA)
+// Makes `device` the current CUDA device for its scope and restores the caller's.
+class ScopedCudaDevice {
+ public:
+  explicit ScopedCudaDevice(int device) {
+    ok_ = cudaGetDevice(&previous_) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+  }
+  ~ScopedCudaDevice() {
+    if (ok_) (void)cudaSetDevice(previous_);
+  }
+  ScopedCudaDevice(const ScopedCudaDevice&) = delete;
+  ScopedCudaDevice& operator=(const ScopedCudaDevice&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = 0;
+  bool ok_ = false;
+};
+#endif
+
 void Set(v1::TensorRef* out, const Tensor& t) { *out = ToProto(t); }
 void Set(v1::TensorRef* out, const std::optional<Tensor>& t) {
   if (t.has_value()) *out = ToProto(*t);
@@ -202,6 +222,23 @@ absl::StatusOr<uint64_t> Client::RegisterHostRegion(const std::string& shm_name,
 absl::StatusOr<uint64_t> Client::RegisterCudaBuffer(const void* device_ptr, uint64_t bytes,
                                                     const std::string& label) {
 #if defined(CAKEGRAD_WITH_CUDA)
+  cudaPointerAttributes attrs;
+  if (cudaError_t e = cudaPointerGetAttributes(&attrs, device_ptr); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return absl::InvalidArgumentError(
+        absl::StrCat("RegisterCudaBuffer: not a CUDA pointer (", cudaGetErrorString(e), ")"));
+  }
+  if (attrs.type != cudaMemoryTypeDevice) {
+    return absl::InvalidArgumentError(
+        "RegisterCudaBuffer: the pointer is not device memory (host, managed or unregistered)");
+  }
+  // The allocation's range and IPC handle are looked up in the context of the GPU that holds
+  // it, which need not be the caller's current device.
+  ScopedCudaDevice on_its_gpu(attrs.device);
+  if (!on_its_gpu.ok()) {
+    return absl::InternalError(
+        absl::StrCat("RegisterCudaBuffer: cannot switch to GPU ", attrs.device));
+  }
   uintptr_t base = 0;
   size_t alloc_size = 0;
   if (kernels::Status s = kernels::CudaAllocationRange(device_ptr, &base, &alloc_size); !s.ok()) {
@@ -222,10 +259,6 @@ absl::StatusOr<uint64_t> Client::RegisterCudaBuffer(const void* device_ptr, uint
                      cudaGetErrorString(e),
                      "); allocate it with cudaMalloc (for PyTorch: do not use "
                      "expandable segments)"));
-  }
-  cudaPointerAttributes attrs;
-  if (cudaError_t e = cudaPointerGetAttributes(&attrs, device_ptr); e != cudaSuccess) {
-    return absl::InternalError(absl::StrCat("cudaPointerGetAttributes: ", cudaGetErrorString(e)));
   }
   std::string uuid;
   if (kernels::Status st = kernels::CudaDeviceUuid(attrs.device, &uuid); !st.ok()) {
