@@ -3,9 +3,10 @@
 //
 // backward_finish runs as three ordinary launches on the caller's stream:
 //   1. MhcBwdTokenKernel: per token, dpre = X dU (a reduction over C), the Sinkhorn backward and
-//      the chain down to dz, dsq, in FP64; one 64-float record per token in the workspace.
+//      the chain down to dz, dsq, in FP64; one 64-float record per token in the workspace (dz
+//      already split into BF16 hi + lo, the tensor-core operand of kernel 2).
 //   2. MhcBwdColumnsTcKernel: CTAs own (token chunk, 64-channel column block of all streams);
-//      the warps keep split fn and the dfn partial of their 32 columns in registers while the
+//      the warps keep split fn and the dfn partial of their 16 columns in registers while the
 //      chunk's tokens stream through a cp.async ring, run both 24-wide products on the tensor
 //      cores, write dX, and at the end their dfn partial to the workspace.
 //   3. MhcBwdReduceKernel: sums the chunk partials of dfn, and the token records of dscale and
@@ -115,6 +116,8 @@ static_assert(lay::kRecDscale % 2 == 0, "dscale doubles must be 8-byte aligned")
 static_assert(lay::kRecDscale + 2 * 3 <= lay::kTokenRecordFloats, "3 doubles fit the record");
 static_assert(lay::kRecDl + kLogits <= lay::kRecDscale, "dl floats precede the doubles");
 static_assert(lay::kTokenRecordFloats % 2 == 0, "records stay 8-byte aligned");
+static_assert(lay::kRecDz == 0 && lay::kRecDsq == kLogits,
+              "dz as BF16 hi[24] + lo[24] fills floats [0, 24), 16-byte aligned, dsq follows");
 
 // Sum over the 4-lane line of a 4x4 matrix held one entry per lane (lane & 15 = 4a + b): rows
 // (over b) combine lanes xor 1, 2; columns (over a) xor 4, 8. Each lane gets the same bits.
@@ -123,6 +126,10 @@ __device__ __forceinline__ double LineSum(double v, bool rows) {
   v += __shfl_xor_sync(0xffffffffu, v, o1);
   v += __shfl_xor_sync(0xffffffffu, v, o2);
   return v;
+}
+
+__device__ __forceinline__ uint16_t Bf16Bits(float v) {
+  return static_cast<uint16_t>(PackBf16(v, 0.0f) & 0xffffu);
 }
 
 __device__ __forceinline__ double SigmoidD(double v) { return 1.0 / (1.0 + exp(-v)); }
@@ -141,9 +148,11 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   if (t >= T) return;  // whole warps only: no block-wide barrier follows
 
   // dpre_a = sum_c dU[t, c] X[t, a, c]. A BF16 x BF16 product is exact in FP32; the sum is FP64.
-  double dpre[4] = {0.0, 0.0, 0.0, 0.0};
-  for (int64_t c0 = 8 * lane; c0 < C; c0 += 8 * 32 * Tr::kUnroll) {
-    uint4 xr[Tr::kUnroll][4], ur[Tr::kUnroll];
+  // The first loads are issued before the Sinkhorn backward below, which does not need them, so
+  // the warp's requests stay in flight through its dependent FP64 chain; in the loop, the next
+  // group is loaded before the current one is converted (two register buffers).
+  constexpr int64_t kStep = 8 * 32 * Tr::kUnroll;
+  auto load = [&](int64_t c0, uint4(&xr)[Tr::kUnroll][4], uint4(&ur)[Tr::kUnroll]) {
 #pragma unroll
     for (int u = 0; u < Tr::kUnroll; ++u) {
       const int64_t c = c0 + 8 * 32 * u;
@@ -155,23 +164,9 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
       }
       ur[u] = ok ? __ldg(reinterpret_cast<const uint4*>(dU + t * C + c)) : make_uint4(0, 0, 0, 0);
     }
-#pragma unroll
-    for (int u = 0; u < Tr::kUnroll; ++u) {
-      float uf[8], xf[8];
-      Unpack8(ur[u], uf);
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        Unpack8(xr[u][a], xf);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dpre[a] += static_cast<double>(uf[e] * xf[e]);
-      }
-    }
-  }
-#pragma unroll
-  for (int a = 0; a < 4; ++a) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) dpre[a] += __shfl_xor_sync(0xffffffffu, dpre[a], off);
-  }
+  };
+  uint4 xr[Tr::kUnroll][4], ur[Tr::kUnroll];
+  load(8 * lane, xr, ur);
 
   const float* st = stats + t * kMhcStatsWidth;
   const float* gs = grad_stats + t * kMhcGradStatsWidth;
@@ -207,6 +202,34 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   }
   const double dL = soft * (gr - LineSum(gr * soft, true));
 
+  double dpre[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t c0 = 8 * lane; c0 < C; c0 += kStep) {
+    uint4 xn[Tr::kUnroll][4], un[Tr::kUnroll];
+    load(c0 + kStep, xn, un);  // the next group is in flight while this one is converted
+#pragma unroll
+    for (int u = 0; u < Tr::kUnroll; ++u) {
+      float uf[8], xf[8];
+      Unpack8(ur[u], uf);
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        Unpack8(xr[u][a], xf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dpre[a] += static_cast<double>(uf[e] * xf[e]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < Tr::kUnroll; ++u) {
+      ur[u] = un[u];
+#pragma unroll
+      for (int a = 0; a < 4; ++a) xr[u][a] = xn[u][a];
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) dpre[a] += __shfl_xor_sync(0xffffffffu, dpre[a], off);
+  }
+
   // dl for all 24 logits in lanes 0..23; lane 8 + k takes dL of entry k from lane k.
   const double dL_k = __shfl_sync(0xffffffffu, dL, (lane + 24) & 31);
   double dl = 0.0, m = 0.0;
@@ -237,15 +260,21 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   const double g0_4 = __shfl_sync(0xffffffffu, g0, 4);
 
   float* rec = records + t * lay::kTokenRecordFloats;
-  // Lane k writes float k ([0,24) dz, 24 dsq, the rest zero) and, for k < 24, float 32 + k
-  // (dl); lanes 24..26 write the dscale doubles.
-  float lo = 0.0f;
-  if (lane < kLogits) lo = static_cast<float>(dz);
-  if (lane == lay::kRecDsq) {
-    lo = static_cast<float>(-0.5 * dr * r * r * r / static_cast<double>(4 * C));
+  // Lane k < 24 writes dz_k split into BF16 hi + lo (halves k and 24 + k of floats [0, 24): the
+  // operand kernel 2 copies as is) and dl_k (float 32 + k); lanes 24..31 write float k (24: dsq,
+  // the rest zero); lanes 24..26 then write the dscale doubles.
+  if (lane < kLogits) {
+    const float v = static_cast<float>(dz);
+    const uint16_t hi = Bf16Bits(v);
+    uint16_t* rec_dz = reinterpret_cast<uint16_t*>(rec + lay::kRecDz);
+    rec_dz[lane] = hi;
+    rec_dz[kLogits + lane] = Bf16Bits(v - __uint_as_float(static_cast<uint32_t>(hi) << 16));
+    rec[lay::kRecDl + lane] = static_cast<float>(dl);
+  } else {
+    rec[lane] = lane == lay::kRecDsq
+                    ? static_cast<float>(-0.5 * dr * r * r * r / static_cast<double>(4 * C))
+                    : 0.0f;
   }
-  rec[lane] = lo;
-  if (lane < kLogits) rec[lay::kRecDl + lane] = static_cast<float>(dl);
   double* rec_d = reinterpret_cast<double*>(rec);
   if (lane == kLogits) rec_d[kRecDscaleD] = g0_0;
   if (lane == kLogits + 1) rec_d[kRecDscaleD + 1] = g0_4;
@@ -254,166 +283,182 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 
 // ---------------------------------------------------------------------------------------------
 // backward_finish, kernel 2: dX and the dfn partials, with both 24-wide products as BF16 MMAs
-// (m16n8k16, FP32 accumulation). The FP32-FFMA version (fn and dfn partials in registers) was
-// issue-bound: 1.07 ms at T = 16384, C = 4096, against 0.92 ms for this one. Operands are split
-// hi + lo BF16 so the products keep ~16 bits:
+// (m16n8k16, FP32 accumulation). Operands are split hi + lo BF16 so the products keep ~16 bits:
 //   dxmap [tok x col] = [dz_hi | dz_lo | dz_hi | 0] (k = 80) x [fn_hi; fn_hi; fn_lo; 0]
-//   dfn   [48 x col]  = [dz_hi^T; dz_lo^T] (k = tokens) x X, rows j and 24 + j added at the end
+//   dfn   [48 x col]  = [dz_hi | dz_lo]^T (k = tokens) x X, rows j and 24 + j added at the end
 // X is BF16 already, so it needs no split. The MMA's FP32 accumulation truncates, so dfn takes a
 // fresh accumulator per stage (32 tokens) that is added to the running FP32 sum.
-// A CTA owns 64 channels of all four streams (256 columns of fn) and a token chunk; warp w
-// owns stream w / 2, channels 32 (w % 2) .. + 32 (four n8 tiles). The register-resident fn and
-// dfn tiles take ~250 registers, so one CTA runs per SM; a 4-stage ring measured slower (1.19 ms)
-// than these 3 stages (1.15 ms for the whole backward_finish).
+// Kernel 1 stores dz already split ([hi | lo], floats [0, 24) of the record), so the cp.async
+// ring copies it straight into a per-stage tile dz_s[tok][hi | lo] that is both A operands:
+// dxmap's through ldmatrix (k = 48..71 re-reads the hi columns), dfn's dz^T through
+// ldmatrix.trans (the tile's columns are the rows of dz^T). A stage needs one block barrier.
+// A CTA owns kCh channels of all four streams (4 kCh columns of fn) and a token chunk; each warp
+// owns 16 columns (two n8 tiles) of one stream, so split fn (20 registers) and the dfn tiles fit
+// in 128 registers and 16 warps run per SM. dxmap's n8 tiles interleave channel pairs so that a
+// lane's accumulators are four adjacent channels: 8-byte shared reads and dX stores.
+// At T = 16384, C = 4096 (ncu): FFMA version 1.07 ms; first MMA version (8 warps of 32 columns,
+// 254 registers, dz split in shared memory between two barriers a stage, 8-way bank conflicts
+// on the coefficient rows) 0.925 ms; this one 0.61 ms. Measured alternatives: 32-channel CTAs
+// (two per SM) 0.63 ms, 8 warps of 32 columns or a 4-stage ring no faster.
+template <int kChannels, int kStageCount>
 struct BwdColumnsTcTraits {
-  static constexpr int kThreads = 256;
-  static constexpr int kWarps = kThreads / 32;
-  static constexpr int kCh = 64;  // channels per stream per CTA
-  static constexpr int kWarpCols = 32;
+  static constexpr int kCh = kChannels;  // channels per stream per CTA
+  static constexpr int kStages = kStageCount;
+  static constexpr int kWarpCols = 16;
   static constexpr int kNTiles = kWarpCols / 8;
+  static constexpr int kWarpsPerStream = kCh / kWarpCols;
+  static constexpr int kWarps = 4 * kWarpsPerStream;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kMinBlocks = 512 / kThreads;  // 128 registers a thread
   static constexpr int kTok = 32;  // tokens per stage: 2 m16 tiles (dxmap), 2 k16 steps (dfn)
-  static constexpr int kStages = 3;
+  static constexpr int kPieces = kCh / 8;    // 16-byte copies per token row of one stream
   static constexpr int kXRow = 4 * kCh + 8;  // BF16; +16 B: ldmatrix rows hit distinct banks
-  static constexpr int kURow = kCh + 8;      // BF16
-  static constexpr int kCoefFloats = 64;     // [0, 32) record (dz, dsq); [32, 60) stats[24, 52)
-  static constexpr int kCoefPre = 32 + 1;    // pre_a  = stats[25 + a]
-  static constexpr int kCoefR = 32 + 9;      // R[a][b] = stats[33 + 4a + b]
-  static constexpr int kRecChunks = 32 * 4 / 16;   // 16-byte copies of a record's first half
-  static constexpr int kStatChunks = 28 * 4 / 16;  // 16-byte copies of stats[24, 52)
-  static constexpr int kKDx = 80;                  // [hi | lo | hi | pad] logits
-  static constexpr int kDzARow = kKDx + 8;         // BF16; 44 words: 8 rows x 4 lanes in 32 banks
-  static constexpr int kDzTRow = kTok + 8;         // BF16; 20 words: likewise
+  // dY and dU rows are only read 8 bytes a lane (rows g x quads q): rows 8 words apart in banks.
+  static constexpr int kYRow = 4 * kCh + 16;   // BF16
+  static constexpr int kURow = kCh + 16;       // BF16
+  static constexpr int kKDx = 80;              // dxmap's k: [hi | lo | hi | pad] logits
+  static constexpr int kDzCols = 2 * kLogits;  // dz_s holds [hi | lo]
+  static constexpr int kDzRow = kDzCols + 8;   // BF16; 112 B: 8 rows in distinct bank quads
+  static constexpr int kDzChunks = kDzCols * 2 / 16;
+  // coef_s per token: [0, 4) record floats [24, 28) (dsq first); [4, 32) stats [24, 52).
+  // Rows of 36 floats: the 8 tokens a warp reads at once (rows g) fall in distinct banks.
+  static constexpr int kCoefFloats = 32;
+  static constexpr int kCoefRow = kCoefFloats + 4;
+  static constexpr int kCoefDsq = 0;
+  static constexpr int kCoefPre = 4 + 1;  // pre_a  = stats[25 + a]
+  static constexpr int kCoefR = 4 + 9;    // R[a][b] = stats[33 + 4a + b]
+  static constexpr int kCoefChunks = kCoefFloats * 4 / 16;
+  static constexpr int kRowChunks = kDzChunks + kCoefChunks;
+  // One stage: X, dY, dU, dz, coef tiles.
   static constexpr int kXStage = kTok * kXRow * 2;
-  static constexpr int kUStage = kTok * kURow * 2;
-  static constexpr int kCoefStage = kTok * kCoefFloats * 4;
-  static constexpr int kOffDy = kStages * kXStage;
-  static constexpr int kOffU = 2 * kStages * kXStage;
-  static constexpr int kOffCoef = kOffU + kStages * kUStage;
-  static constexpr int kOffDzA = kOffCoef + kStages * kCoefStage;
-  static constexpr int kOffDzT = kOffDzA + kTok * kDzARow * 2;
-  static constexpr int kSmemBytes = kOffDzT + 2 * kLogits * kDzTRow * 2;
-  static_assert(4 * kCh / kWarpCols == kWarps, "warps tile the CTA's columns");
+  static constexpr int kOffDy = kXStage;
+  static constexpr int kOffU = kXStage + kTok * kYRow * 2;
+  static constexpr int kOffDz = kOffU + kTok * kURow * 2;
+  static constexpr int kOffCoef = kOffDz + kTok * kDzRow * 2;
+  static constexpr int kStageBytes = kOffCoef + kTok * kCoefRow * 4;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(kCh % kWarpCols == 0 && kNTiles == 2, "two n8 tiles: one ldmatrix.x4, 8-byte rows");
+  static_assert((kYRow / 2) % 32 == 8 && ((kURow / 2) % 32 == 8 || (kURow / 2) % 32 == 24),
+                "8-byte reads of 4 rows x 4 quads hit distinct banks");
   static_assert(kMhcCAlign % kCh == 0, "column blocks tile every valid C");
-  static_assert(kXRow * 2 % 128 == 16 && kURow * 2 % 16 == 0, "row strides");
-  static_assert(kOffDy % 16 == 0 && kOffU % 16 == 0 && kOffCoef % 16 == 0 && kOffDzA % 16 == 0 &&
-                    kOffDzT % 16 == 0,
+  static_assert(kXRow * 2 % 128 == 16 && kURow * 2 % 16 == 0 && kDzRow * 2 % 128 == 112,
+                "row strides");
+  static_assert(kOffU % 16 == 0 && kOffDz % 16 == 0 && kOffCoef % 16 == 0 && kStageBytes % 16 == 0,
                 "16-byte aligned regions");
-  static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
-  static_assert(lay::kRecDsq < 32, "the record's first half holds dz and dsq");
+  static_assert(kMinBlocks * kSmemBytes <= 227 * 1024, "kMinBlocks CTAs per SM");
+  static_assert(lay::kRecDsq % 4 == 0 && lay::kRecDsq + 4 <= lay::kRecDl, "dsq's 16 bytes");
+  static_assert(lay::kTokenRecordFloats == kMhcStatsWidth, "records and stats share a row stride");
+  static_assert(kTok * 4 * kPieces % kThreads == 0, "X and dY copies divide evenly");
+  static_assert(kTok * kPieces <= kThreads, "one dU copy a thread at most");
 };
 
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int n = valid ? 16 : 0;  // 0: no bytes read, 16 zero bytes written
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n)
-               : "memory");
-}
-
-// B fragments of two n8 tiles from a row-major [k][n] BF16 tile: lane l addresses row
-// (l & 7) + 8 ((l >> 3) & 1) of column block (l >> 4).
-__device__ __forceinline__ void LdMatrixX4Trans(const void* smem, uint32_t* r) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-
-__device__ __forceinline__ uint16_t Bf16Bits(float v) {
-  return static_cast<uint16_t>(PackBf16(v, 0.0f) & 0xffffu);
-}
-
-__global__ void __launch_bounds__(BwdColumnsTcTraits::kThreads, 1)
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     MhcBwdColumnsTcKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dY,
                           const uint16_t* __restrict__ dU, const float* __restrict__ fn,
                           const float* __restrict__ stats, const float* __restrict__ records,
                           uint16_t* __restrict__ dX, float* __restrict__ partials, int64_t T,
                           int64_t C, int64_t chunks) {
-  using Tr = BwdColumnsTcTraits;
   extern __shared__ __align__(16) unsigned char smem[];
-  auto x_s = reinterpret_cast<uint16_t(*)[Tr::kTok][Tr::kXRow]>(smem);
-  auto dy_s = reinterpret_cast<uint16_t(*)[Tr::kTok][Tr::kXRow]>(smem + Tr::kOffDy);
-  auto du_s = reinterpret_cast<uint16_t(*)[Tr::kTok][Tr::kURow]>(smem + Tr::kOffU);
-  auto coef_s = reinterpret_cast<float(*)[Tr::kTok][Tr::kCoefFloats]>(smem + Tr::kOffCoef);
-  auto dzA = reinterpret_cast<uint16_t(*)[Tr::kDzARow]>(smem + Tr::kOffDzA);
-  auto dzT = reinterpret_cast<uint16_t(*)[Tr::kDzTRow]>(smem + Tr::kOffDzT);
+  auto x_tile = [&](int slot) {
+    return reinterpret_cast<uint16_t(*)[Tr::kXRow]>(smem + slot * Tr::kStageBytes);
+  };
+  auto dy_tile = [&](int slot) {
+    return reinterpret_cast<uint16_t(*)[Tr::kYRow]>(smem + slot * Tr::kStageBytes + Tr::kOffDy);
+  };
+  auto du_tile = [&](int slot) {
+    return reinterpret_cast<uint16_t(*)[Tr::kURow]>(smem + slot * Tr::kStageBytes + Tr::kOffU);
+  };
+  auto dz_tile = [&](int slot) {
+    return reinterpret_cast<uint16_t(*)[Tr::kDzRow]>(smem + slot * Tr::kStageBytes + Tr::kOffDz);
+  };
+  auto coef_tile = [&](int slot) {
+    return reinterpret_cast<float(*)[Tr::kCoefRow]>(smem + slot * Tr::kStageBytes + Tr::kOffCoef);
+  };
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  const int a = warp / 2;                      // stream
-  const int wch = Tr::kWarpCols * (warp % 2);  // warp's first channel in the block
+  const int a = warp / Tr::kWarpsPerStream;                      // stream
+  const int wch = Tr::kWarpCols * (warp % Tr::kWarpsPerStream);  // warp's first channel
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * Tr::kCh;
   const int64_t K = 4 * C;
   const int64_t chunk = blockIdx.y;
   const int64_t t_begin = T * chunk / chunks, t_end = T * (chunk + 1) / chunks;
   const int64_t n_stages = (t_end - t_begin + Tr::kTok - 1) / Tr::kTok;
 
+  // Tokens past the chunk are zero-filled in every tile (dz and X both, so the products are 0).
+  // A thread's copies are the same pieces of every stage: the offsets below depend on tid and
+  // constants only (32-bit), and each stage adds its token base once.
+  constexpr int kXCopies = Tr::kTok * 4 * Tr::kPieces / Tr::kThreads;
+  constexpr int kRowCopies = (Tr::kTok * Tr::kRowChunks + Tr::kThreads - 1) / Tr::kThreads;
   auto issue = [&](int64_t st) {
     if (st < n_stages) {
       const int slot = static_cast<int>(st % Tr::kStages);
       const int64_t tb = t_begin + st * Tr::kTok;
+      const int64_t valid = t_end - tb;  // tokens of this stage inside the chunk
+      unsigned char* sb = smem + slot * Tr::kStageBytes;
+      const uint16_t* xg = X + tb * 4 * C + c0;
+      const uint16_t* yg = dY + tb * 4 * C + c0;
 #pragma unroll
-      for (int k = tid; k < Tr::kTok * 32; k += Tr::kThreads) {  // X, dY: 32 pieces a token
-        const int tok = k / 32, s = (k % 32) / 8, piece = k % 8;
-        const bool ok = tb + tok < t_end;
-        const int64_t off = ok ? ((tb + tok) * 4 + s) * C + c0 + 8 * piece : 0;
-        CpAsync16Zfill(&x_s[slot][tok][s * Tr::kCh + 8 * piece], X + off, ok);
-        CpAsync16Zfill(&dy_s[slot][tok][s * Tr::kCh + 8 * piece], dY + off, ok);
+      for (int i = 0; i < kXCopies; ++i) {
+        const int k = tid + i * Tr::kThreads;
+        const int tok = k / (4 * Tr::kPieces), s = (k / Tr::kPieces) % 4, piece = k % Tr::kPieces;
+        const bool ok = tok < valid;
+        const int off = ok ? (4 * tok + s) * static_cast<int>(C) + 8 * piece : 0;
+        CpAsync16Zfill(sb + 2 * (tok * Tr::kXRow + s * Tr::kCh + 8 * piece), xg + off, ok);
+        CpAsync16Zfill(sb + Tr::kOffDy + 2 * (tok * Tr::kYRow + s * Tr::kCh + 8 * piece), yg + off,
+                       ok);
       }
-      {
-        const int tok = tid / 8, piece = tid % 8;
-        const bool ok = tb + tok < t_end;
-        const int64_t off = ok ? (tb + tok) * C + c0 + 8 * piece : 0;
-        CpAsync16Zfill(&du_s[slot][tok][8 * piece], dU + off, ok);
+      if (tid < Tr::kTok * Tr::kPieces) {
+        const int tok = tid / Tr::kPieces, piece = tid % Tr::kPieces;
+        const bool ok = tok < valid;
+        const int off = ok ? tok * static_cast<int>(C) + 8 * piece : 0;
+        CpAsync16Zfill(sb + Tr::kOffU + 2 * (tok * Tr::kURow + 8 * piece), dU + tb * C + c0 + off,
+                       ok);
       }
-      for (int k = tid; k < Tr::kTok * (Tr::kRecChunks + Tr::kStatChunks); k += Tr::kThreads) {
-        const int tok = k / (Tr::kRecChunks + Tr::kStatChunks);
-        const int piece = k % (Tr::kRecChunks + Tr::kStatChunks);
-        const int64_t t = tb + tok;
-        if (t < t_end) {
-          if (piece < Tr::kRecChunks) {
-            CpAsync16(&coef_s[slot][tok][4 * piece],
-                      records + t * lay::kTokenRecordFloats + 4 * piece);
+#pragma unroll
+      for (int i = 0; i < kRowCopies; ++i) {
+        const int k = tid + i * Tr::kThreads;
+        if (k < Tr::kTok * Tr::kRowChunks) {
+          const int tok = k / Tr::kRowChunks, piece = k % Tr::kRowChunks;
+          const bool ok = tok < valid;
+          // Records and stats rows are both 64 floats.
+          const int64_t row = (tb + (ok ? tok : 0)) * kMhcStatsWidth;
+          const float* src;
+          int dst;
+          if (piece < Tr::kDzChunks) {
+            src = records + row + lay::kRecDz + 4 * piece;
+            dst = Tr::kOffDz + 2 * tok * Tr::kDzRow + 16 * piece;
           } else {
-            const int p2 = piece - Tr::kRecChunks;
-            CpAsync16(&coef_s[slot][tok][32 + 4 * p2], stats + t * kMhcStatsWidth + 24 + 4 * p2);
+            const int p2 = piece - Tr::kDzChunks;
+            src = p2 == 0 ? records + row + lay::kRecDsq : stats + row + 20 + 4 * p2;
+            dst = Tr::kOffCoef + 4 * tok * Tr::kCoefRow + 16 * p2;
           }
+          CpAsync16Zfill(sb + dst, src, ok);
         }
       }
     }
     CpAsyncCommit();  // always, so every thread counts the same groups
   };
 
-  // fn as the B operand of dxmap, split, for this warp's four n8 tiles: rows k of
+  // fn as the B operand of dxmap, split, for this warp's n8 tiles: rows k of
   // [fn_hi; fn_hi; fn_lo; 0], column n = lane / 4.
   uint32_t fb[Tr::kKDx / 16][Tr::kNTiles][2];
 #pragma unroll
   for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-    const int64_t i = a * C + c0 + wch + 8 * nt + g;
+    const int64_t i = a * C + c0 + wch + 4 * (g / 2) + 2 * nt + g % 2;
     // Row k of the split stack (k depends on the lane, so it is computed, not indexed).
     auto bv = [&](int k) {
-      if (k >= 72) return 0.0f;
+      if (k >= 3 * kLogits) return 0.0f;
       const float v = __ldg(fn + (k % kLogits) * K + i);
       const float hi = __bfloat162float(__float2bfloat16_rn(v));
-      return k < 48 ? hi : v - hi;
+      return k < 2 * kLogits ? hi : v - hi;
     };
 #pragma unroll
     for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
       fb[ks][nt][0] = PackBf16(bv(16 * ks + 2 * q), bv(16 * ks + 2 * q + 1));
       fb[ks][nt][1] = PackBf16(bv(16 * ks + 2 * q + 8), bv(16 * ks + 2 * q + 9));
     }
-  }
-  // dzA's pad columns stay zero.
-  for (int k = tid; k < Tr::kTok * (Tr::kDzARow - 72); k += Tr::kThreads) {
-    dzA[k / (Tr::kDzARow - 72)][72 + k % (Tr::kDzARow - 72)] = 0;
   }
 
   float acc[3][Tr::kNTiles][4];
@@ -433,21 +478,13 @@ __global__ void __launch_bounds__(BwdColumnsTcTraits::kThreads, 1)
     __syncthreads();  // stage st landed everywhere; the previous stage's readers are done
     issue(st + Tr::kStages - 1);
     const int slot = static_cast<int>(st % Tr::kStages);
+    auto x_s = x_tile(slot);
+    auto dy_s = dy_tile(slot);
+    auto du_s = du_tile(slot);
+    auto dz_s = dz_tile(slot);
+    auto coef_s = coef_tile(slot);
     const int64_t tb = t_begin + st * Tr::kTok;
     const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
-    // Split dz into the two A layouts; tokens past the chunk get zeros (their X rows are zero).
-    for (int k = tid; k < Tr::kTok * kLogits; k += Tr::kThreads) {
-      const int tok = k / kLogits, j = k % kLogits;
-      const float v = tok < nb ? coef_s[slot][tok][lay::kRecDz + j] : 0.0f;
-      const uint16_t hi = Bf16Bits(v);
-      const uint16_t lo = Bf16Bits(v - __uint_as_float(static_cast<uint32_t>(hi) << 16));
-      dzA[tok][j] = hi;
-      dzA[tok][24 + j] = lo;
-      dzA[tok][48 + j] = hi;
-      dzT[j][tok] = hi;
-      dzT[24 + j][tok] = lo;
-    }
-    __syncthreads();
 
     // dfn: fresh accumulators for this stage's 32 tokens.
     {
@@ -462,28 +499,22 @@ __global__ void __launch_bounds__(BwdColumnsTcTraits::kThreads, 1)
       }
 #pragma unroll
       for (int ks = 0; ks < Tr::kTok / 16; ++ks) {
-        uint32_t xb[Tr::kNTiles][2];
+        uint32_t xb[2 * Tr::kNTiles];  // B fragments of the n8 tiles
 #pragma unroll
         for (int np = 0; np < Tr::kNTiles / 2; ++np) {
-          const int row = 16 * ks + (lane & 7) + 8 * ((lane >> 3) & 1);
-          const int col = a * Tr::kCh + wch + 16 * np + 8 * (lane >> 4);
-          uint32_t r[4];
-          LdMatrixX4Trans(&x_s[slot][row][col], r);
-          xb[2 * np][0] = r[0];
-          xb[2 * np][1] = r[1];
-          xb[2 * np + 1][0] = r[2];
-          xb[2 * np + 1][1] = r[3];
+          LdMatrixX4Trans(&x_s[16 * ks + (lane & 7) + 8 * ((lane >> 3) & 1)]
+                              [a * Tr::kCh + wch + 16 * np + 8 * (lane >> 4)],
+                          xb + 4 * np);
         }
 #pragma unroll
         for (int mt = 0; mt < 3; ++mt) {
-          const int k0 = 16 * ks + 2 * q;
-          const uint32_t a0 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g][k0]);
-          const uint32_t a1 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g + 8][k0]);
-          const uint32_t a2 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g][k0 + 8]);
-          const uint32_t a3 = *reinterpret_cast<const uint32_t*>(&dzT[16 * mt + g + 8][k0 + 8]);
+          // A = dz^T: matrix i holds logits 16 mt + 8 (i & 1) .. + 8 of tokens 8 (i >> 1) .. + 8.
+          uint32_t af[4];
+          LdMatrixX4Trans(
+              &dz_s[16 * ks + (lane & 7) + 8 * (lane >> 4)][16 * mt + 8 * ((lane >> 3) & 1)], af);
 #pragma unroll
           for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-            MmaBf16(fr[mt][nt], a0, a1, a2, a3, xb[nt][0], xb[nt][1]);
+            MmaBf16(fr[mt][nt], af[0], af[1], af[2], af[3], xb[2 * nt], xb[2 * nt + 1]);
           }
         }
       }
@@ -508,45 +539,50 @@ __global__ void __launch_bounds__(BwdColumnsTcTraits::kThreads, 1)
       }
 #pragma unroll
       for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
-        const int k0 = 16 * ks + 2 * q;
-        const uint32_t a0 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g][k0]);
-        const uint32_t a1 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g + 8][k0]);
-        const uint32_t a2 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g][k0 + 8]);
-        const uint32_t a3 = *reinterpret_cast<const uint32_t*>(&dzA[16 * mt + g + 8][k0 + 8]);
+        uint32_t af[4];
+        // k = 16 ks.. of [hi | lo | hi | pad] is column 16 ks mod 48 of [hi | lo]; the pad (lo
+        // 0..7 at k = 72..79) meets fn's zero rows.
+        LdMatrixX4(&dz_s[16 * mt + (lane & 15)][(16 * ks) % Tr::kDzCols + 8 * (lane >> 4)], af);
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-          MmaBf16(d[nt], a0, a1, a2, a3, fb[ks][nt][0], fb[ks][nt][1]);
+          MmaBf16(d[nt], af[0], af[1], af[2], af[3], fb[ks][nt][0], fb[ks][nt][1]);
         }
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int tt = 16 * mt + g + 8 * h;
         if (tt < nb) {
-          const float* cf = coef_s[slot][tt];
+          const float* cf = coef_s[tt];
           const float pre = cf[Tr::kCoefPre + a];
-          const float dsq2 = 2.0f * cf[lay::kRecDsq];
+          const float dsq2 = 2.0f * cf[Tr::kCoefDsq];
           float rab[4];
 #pragma unroll
           for (int b = 0; b < 4; ++b) rab[b] = cf[Tr::kCoefR + 4 * a + b];
+          // This lane's four channels; tile nt holds ch + 2 nt and ch + 2 nt + 1 (word nt).
+          const int ch = wch + 4 * q;
+          const uint2 xv = *reinterpret_cast<const uint2*>(&x_s[tt][a * Tr::kCh + ch]);
+          const uint2 uv = *reinterpret_cast<const uint2*>(&du_s[tt][ch]);
+          // Per channel: pre dU, then the four R dY terms in order, then dxmap + 2 dsq x.
+          float v[4] = {pre * Bf16Lo(uv.x), pre * Bf16Hi(uv.x), pre * Bf16Lo(uv.y),
+                        pre * Bf16Hi(uv.y)};
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            const uint2 yv = *reinterpret_cast<const uint2*>(&dy_s[tt][b * Tr::kCh + ch]);
+            v[0] = fmaf(rab[b], Bf16Lo(yv.x), v[0]);
+            v[1] = fmaf(rab[b], Bf16Hi(yv.x), v[1]);
+            v[2] = fmaf(rab[b], Bf16Lo(yv.y), v[2]);
+            v[3] = fmaf(rab[b], Bf16Hi(yv.y), v[3]);
+          }
+          const float x4[4] = {Bf16Lo(xv.x), Bf16Hi(xv.x), Bf16Lo(xv.y), Bf16Hi(xv.y)};
+          uint32_t out[Tr::kNTiles];
 #pragma unroll
           for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-            const int ch = wch + 8 * nt + 2 * q;
-            const uint32_t xv =
-                *reinterpret_cast<const uint32_t*>(&x_s[slot][tt][a * Tr::kCh + ch]);
-            const uint32_t uv = *reinterpret_cast<const uint32_t*>(&du_s[slot][tt][ch]);
-            float d0 = pre * Bf16Lo(uv), d1 = pre * Bf16Hi(uv);
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-              const uint32_t yv =
-                  *reinterpret_cast<const uint32_t*>(&dy_s[slot][tt][b * Tr::kCh + ch]);
-              d0 = fmaf(rab[b], Bf16Lo(yv), d0);
-              d1 = fmaf(rab[b], Bf16Hi(yv), d1);
-            }
-            const float m0 = fmaf(dsq2, Bf16Lo(xv), d[nt][2 * h]);
-            const float m1 = fmaf(dsq2, Bf16Hi(xv), d[nt][2 * h + 1]);
-            __stcs(reinterpret_cast<uint32_t*>(dX + ((tb + tt) * 4 + a) * C + c0 + ch),
-                   PackBf16(d0 + m0, d1 + m1));
+            const float m0 = fmaf(dsq2, x4[2 * nt], d[nt][2 * h]);
+            const float m1 = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
+            out[nt] = PackBf16(v[2 * nt] + m0, v[2 * nt + 1] + m1);
           }
+          __stcs(reinterpret_cast<uint2*>(dX + ((tb + tt) * 4 + a) * C + c0 + ch),
+                 make_uint2(out[0], out[1]));
         }
       }
     }
@@ -588,6 +624,7 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
     if (k >= n4) return;
     const float4* p = reinterpret_cast<const float4*>(partials);
     float4 s = p[k];
+#pragma unroll 4
     for (int64_t ch = 1; ch < chunks; ++ch) {
       const float4 v = p[ch * n4 + k];
       s.x += v.x;
@@ -612,9 +649,11 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   double s = 0.0;
   if (which < kLogits) {
     const float* col = records + lay::kRecDl + which;
+#pragma unroll 8
     for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * lay::kTokenRecordFloats];
   } else {
     const double* col = reinterpret_cast<const double*>(records) + kRecDscaleD + (which - kLogits);
+#pragma unroll 8
     for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * (lay::kTokenRecordFloats / 2)];
   }
   red[tid] = s;
@@ -703,14 +742,15 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
       p.sinkhorn_iters);
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
-  using ColTr = mhc_cuda::BwdColumnsTcTraits;
+  using ColTr = mhc_cuda::BwdColumnsTcTraits<64, 3>;
+  auto* col_kernel = mhc_cuda::MhcBwdColumnsTcKernel<ColTr>;
   // Above the 48 KiB default; set on every call since the attribute is per device.
   MHC_RETURN_IF_ERROR(mhc_cuda::CudaStatus(
-      cudaFuncSetAttribute(mhc_cuda::MhcBwdColumnsTcKernel,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, ColTr::kSmemBytes),
+      cudaFuncSetAttribute(col_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           ColTr::kSmemBytes),
       name));
   const dim3 col_grid(static_cast<unsigned>(p.C / ColTr::kCh), static_cast<unsigned>(chunks));
-  mhc_cuda::MhcBwdColumnsTcKernel<<<col_grid, ColTr::kThreads, ColTr::kSmemBytes, stream>>>(
+  col_kernel<<<col_grid, ColTr::kThreads, ColTr::kSmemBytes, stream>>>(
       p.X, p.dY, p.dU, p.fn, p.stats, records, p.dX, partials, p.T, p.C, chunks);
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 

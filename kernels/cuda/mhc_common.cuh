@@ -1,5 +1,5 @@
 // Device helpers shared by the mHC kernels: BF16 packing, the warp-level BF16 tensor-core MMA,
-// the Sinkhorn forward of one token and the launch-error check.
+// cp.async and ldmatrix, the Sinkhorn forward of one token and the launch-error check.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -54,6 +54,34 @@ __device__ __forceinline__ void MmaBf16(float* d, uint32_t a0, uint32_t a1, uint
 // aligned). Holds no registers and completes on its own.
 __device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+
+// cp.async (16 bytes, L2 only): `valid` false writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;  // 0: no bytes read, 16 zero bytes written
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n)
+               : "memory");
+}
+
+// Four 8x8 BF16 matrices; lanes 8i..8i+7 address the rows of matrix i, which lands in r[i].
+__device__ __forceinline__ void LdMatrixX4(const void* smem, uint32_t* r) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+// The same, each matrix transposed.
+__device__ __forceinline__ void LdMatrixX4Trans(const void* smem, uint32_t* r) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
 }
 
 __device__ __forceinline__ float Sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
