@@ -20,7 +20,9 @@ constexpr bool ValidShape(int64_t T, int64_t C) {
 // backward_finish, kernel 1 writes one record of per-token scalars (dz, dsq, dl, dl*m per
 // group); kernel 2 reads them.
 constexpr int64_t kTokenRecordFloats = 64;
-constexpr int kRecDz = 0;       // [0, 24): dz_j = dl_j * scale[g(j)] * r
+// [0, 24) as 48 BF16: dz_j = dl_j * scale[g(j)] * r split for the tensor cores, hi[24] then
+// lo[24] (hi = bf16(dz), lo = bf16(dz - hi)); kernel 2 copies the pair as it is.
+constexpr int kRecDz = 0;
 constexpr int kRecDsq = 24;     // dsq = -0.5 * dr * r^3 / (4C)
 constexpr int kRecDl = 32;      // [32, 56): dl_j (dbase terms)
 constexpr int kRecDscale = 56;  // [56, 62): the 3 dscale terms sum_{j in g} dl_j m_j as doubles
