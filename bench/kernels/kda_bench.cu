@@ -35,8 +35,8 @@ using cakegrad::kernels::KdaForwardWorkspaceBytes;
 using cakegrad::kernels::KdaFwdParams;
 using cakegrad::kernels::Status;
 
-constexpr double kFp32FlopsPerS = 67e12;  // H200 SXM datasheet FP32 (non-tensor)
-constexpr double kBytesPerS = 4.8e12;     // H200 HBM3e datasheet
+constexpr double kFp32FlopsPerS = 67e12;   // H200 SXM datasheet FP32 (non-tensor)
+constexpr double kBytesPerS = 4.8e12;      // H200 HBM3e datasheet
 constexpr double kBf16FlopsPerS = 990e12;  // dense BF16 tensor core, datasheet
 constexpr double kTf32FlopsPerS = 495e12;
 // Seconds per (token, head) of the chunked forward's matmuls on the tensor cores (see above).

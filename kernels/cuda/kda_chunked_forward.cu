@@ -1,30 +1,31 @@
 // KDA forward, chunked: the WY / UT form of the delta rule over chunks of 64 tokens, so that only
-// T / 64 state steps per (document, head) are sequential, and those are tensor-core products.
+// T / 64 state steps per (document, head) are sequential, and the products run on tensor cores.
 //
 // Per chunk (start state S0, V x K; G_t = cumulative log-gates from the chunk start, per k;
 // Gam_t = exp(G_t); K, Q the L2-normalised keys and queries; beta the sigmoid betas):
-//   A    = strict_tril( beta_t (k_t Gam_t).(k_i / Gam_i) )          M = tril( (q_t Gam_t).(k_i / Gam_i) )
-//   W    = (I + A)^-1 (beta K Gam)                                  Uv = (I + A)^-1 (beta V)
-//   U    = Uv - W S0^T                                              S1 = S0 Gam_C + U^T (K Gam_C / Gam)
-//   o    = bf16( scale ((Q Gam) S0^T + M U) )
+//   A  = strict_tril( beta_t (k_t Gam_t).(k_i / Gam_i) )    M  = tril( (q_t Gam_t).(k_i / Gam_i) )
+//   W  = (I + A)^-1 (beta K Gam)                            Uv = (I + A)^-1 (beta V)
+//   U  = Uv - W S0^T                                        S1 = S0 Gam_C + U^T (K Gam_C / Gam)
+//   o  = bf16( scale ((Q Gam) S0^T + M U) )
 // (bench/kda_chunked_study.py checks this form against the sequential recurrence to 1e-15.)
 //
-// Two launches:
-// 1. KdaChunkPrepKernel, one CTA per (chunk, head), all chunks in parallel, FP32 on CUDA cores:
-//    gates and their cumulative sums, A and M (the decay factors taken per 16-token row sub-chunk J
-//    relative to G at J's first token, so every factor lies in [e^-75, e^75] for lower_bound >= -5),
-//    W and Uv by forward substitution (one thread per column of [K | V]), K Gam_C / Gam and Q Gam.
-//    It writes one record per chunk into the workspace, the tensor-core operands already split
-//    into BF16 pairs (x = hi + lo).
+// Every product but Tinv's is BF16x3 on mma.sync (x = hi + lo in BF16, hi*hi + hi*lo + lo*hi with
+// FP32 accumulation): SPEC's final_state limit (1e-4) rules out single-pass TF32 or BF16 on the
+// state path (bench/results/kda_h200.md, CPU study). Two launches:
+// 1. KdaChunkPrepKernel, one CTA per (chunk, head), all chunks in parallel: gates and their
+//    cumulative sums (FP32); A and M with the decay factors taken per 16-token row sub-chunk J
+//    relative to G at J's first token, so every factor lies in [e^-75, e^75] for lower_bound >= -5;
+//    Tinv = (I + A)^-1 in FP32 (16 x 16 diagonal blocks by forward substitution, block rows
+//    merged); W | Uv = Tinv [beta K Gam | beta V]; K Gam_C / Gam and Q Gam. It writes one record
+//    per chunk into the workspace, the state pass's operands already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
-//    rows, so 4 or 8 CTAs share a (document, head). Every product is BF16x3 on mma.sync
-//    (hi*hi + hi*lo + lo*hi, FP32 accumulation): SPEC's final_state limit (1e-4) rules out
-//    single-pass TF32 or BF16 on the state path (bench/results/kda_h200.md, CPU study).
+//    rows, so 4 or 8 CTAs share a (document, head).
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
 // gate 0), which leave the state unchanged. No atomics on outputs: bitwise reproducible.
-#include <atomic>
 #include <cuda_bf16.h>
+
+#include <atomic>
 
 #include "kda_chunked_forward.cuh"
 
@@ -39,34 +40,56 @@ struct PrepTraits {
   static constexpr int kSubs = kChunk / kSub;
   static constexpr int kThreads = 256;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kGStride = kDim + 1;    // scalar columns walked by rows: no conflicts
-  static constexpr int kVecStride = kDim + 4;  // float4 rows: 8 rows hit distinct bank groups
-  static constexpr int kAStride = kChunk + 4;
-  static constexpr int kKdTStride = kChunk + 2;  // Kdec^T staged in the kc buffer
-  static_assert(kThreads == 2 * kDim, "the solve: one thread per column of [K | V]");
-  static_assert(kThreads == kSub * kSub, "the products: thread = (row, column group)");
+  static constexpr int kGStride = kDim + 1;      // scalar columns walked by rows: no conflicts
+  static constexpr int kKStride = kDim + 8;      // BF16 operand rows over K: conflict-free frags
+  static constexpr int kTStride = kChunk + 8;    // operand rows over tokens
+  static constexpr int kKdTStride = kChunk + 2;  // Kdec^T staging (FP32, pairs along tokens)
   static_assert(kChunk % kWarps == 0, "whole tokens per warp in the preparation");
-  static_assert(kDim * kKdTStride <= kChunk * kVecStride, "Kdec^T staging fits the kc buffer");
+  static_assert(kSubs == kWarps / 2, "8 warps cover the 2 (J+1) column tiles of A or M");
+  static_assert(kChunk == 4 * 16 && kDim == 2 * kChunk, "4 token tiles; [K | V] in 4 blocks");
 };
 
+// Shared memory of the preparation, sized for two CTAs per SM. Phases: Kdec^T staging, then per
+// sub-chunk the split decay factors (A, M on the tensor cores), then Tinv in FP32, then the
+// right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
 struct PrepSmem {
-  float G[kChunk][PrepTraits::kGStride];      // log-gates, then their cumulative sums
-  float kc[kChunk][PrepTraits::kVecStride];   // k_i exp(r_J - G_i); later Kdec^T staging
-  float kr[PrepTraits::kSub][PrepTraits::kVecStride];  // k_t exp(G_t - r_J), t in J
-  float qr[PrepTraits::kSub][PrepTraits::kVecStride];  // q_t exp(G_t - r_J), t in J
-  float A[kChunk][PrepTraits::kAStride];      // strictly lower; zero on and right of the diagonal
-  float rk[kChunk], rq[kChunk], bt[kChunk];   // 1 / |k|, 1 / |q|, sigmoid(beta); 0 for padding
+  uint16_t k[kChunk][kDim];               // raw BF16 keys of the chunk (0 for padding)
+  float G[kChunk][PrepTraits::kGStride];  // log-gates, then their cumulative sums
+  union {
+    float A[kChunk][PrepTraits::kTStride];  // beta_t (k_t Gam_t).(k_i / Gam_i), strictly lower
+    uint16_t tinv[2][kChunk][PrepTraits::kTStride];  // Tinv split, once A is dead
+  } a;
+  union {
+    struct {
+      uint16_t col[2][kChunk][PrepTraits::kKStride];            // k_i exp(r_J - G_i), hi and lo
+      uint16_t row[2][PrepTraits::kSub][PrepTraits::kKStride];  // k_t or q_t times exp(G_t - r_J)
+    } f;
+    struct {
+      float tinv[kChunk][PrepTraits::kTStride];  // (I + A)^-1, FP32
+      float r[PrepTraits::kSub][kChunk];         // A[J, <J] Tinv[<J, <J]
+    } s;
+    uint16_t rhs[2][kChunk][PrepTraits::kTStride];  // 64 columns of the right-hand side, ^T
+    float kdt[kDim][PrepTraits::kKdTStride];        // Kdec^T staging
+  } u;
+  float rk[kChunk], rq[kChunk], bt[kChunk];  // 1 / |k|, 1 / |q|, sigmoid(beta); 0 for padding
 };
+static_assert(2 * (sizeof(PrepSmem) + 1024) <= 228 * 1024, "two preparation CTAs per SM");
 
 template <int kRows>
 struct StateTraits {
-  static constexpr int kVTiles = kRows / 16;    // 16-row tiles of the CTA's state slice
-  static constexpr int kWarps = 4 * kVTiles;    // warp = (token tile | K quarter, state tile)
+  static constexpr int kVTiles = kRows / 16;  // 16-row tiles of the CTA's state slice
+  static constexpr int kWarps = 4 * kVTiles;  // warp = (token tile | K quarter, state tile)
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kSlices = kDim / kRows;  // CTAs per (document, head)
   static constexpr int kKStride = kDim + 8;     // BF16 rows over K: fragment loads conflict-free
   static constexpr int kTStride = kChunk + 8;   // BF16 rows over tokens: likewise
   static constexpr int kUvStride = kRows + 4;
+  // Buffers of the group read first (-W, Q Gam, Uv): two where shared memory allows, so that
+  // chunk c + 2's loads are in flight during all of chunk c + 1.
+  static constexpr int kStages = kRows == 16 ? 2 : 1;
+  // Three accumulator sets per BF16x3 product (independent mma chains) where the registers allow;
+  // 16 warps (64 rows) get 128 registers per thread and accumulate into one set.
+  static constexpr bool kSplitAcc = kRows <= 32;
   static_assert(kRows % 16 == 0 && kDim % kRows == 0, "16-row tiles, whole slices");
   static_assert(kChunk == 4 * 16 && kDim == 4 * 32, "4 token tiles of 16, 4 K quarters of 32");
 };
@@ -74,24 +97,17 @@ struct StateTraits {
 template <int kRows>
 struct StateSmem {
   using Tr = StateTraits<kRows>;
-  uint16_t w[2][kChunk][Tr::kKStride];   // -W, hi and lo
-  uint16_t qg[2][kChunk][Tr::kKStride];  // Q Gam
-  uint16_t kd[2][kDim][Tr::kTStride];    // (K Gam_C / Gam)^T
-  uint16_t m[2][kChunk][Tr::kTStride];   // M
-  float uv[kChunk][Tr::kUvStride];       // Uv, this CTA's columns
-  float gc[kDim];                        // Gam_C
-  uint16_t s[2][kRows][Tr::kKStride];    // S0 slice, hi and lo
-  uint16_t u[2][kRows][Tr::kTStride];    // U^T slice, hi and lo
+  uint16_t w[Tr::kStages][2][kChunk][Tr::kKStride];   // -W, hi and lo
+  uint16_t qg[Tr::kStages][2][kChunk][Tr::kKStride];  // Q Gam
+  float uv[Tr::kStages][kChunk][Tr::kUvStride];       // Uv, this CTA's columns
+  uint16_t kd[2][kDim][Tr::kTStride];                 // (K Gam_C / Gam)^T
+  uint16_t m[2][kChunk][Tr::kTStride];                // M
+  float gc[kDim];                                     // Gam_C
+  uint16_t s[2][kRows][Tr::kKStride];                 // S0 slice, hi and lo
+  uint16_t u[2][kRows][Tr::kTStride];                 // U^T slice, hi and lo
 };
 
 // ---- small helpers -----------------------------------------------------------------------------
-
-__device__ __forceinline__ float Dot4(float4 x, float4 y, float acc) {
-  acc = fmaf(x.x, y.x, acc);
-  acc = fmaf(x.y, y.y, acc);
-  acc = fmaf(x.z, y.z, acc);
-  return fmaf(x.w, y.w, acc);
-}
 
 // x = hi + lo with hi = bf16(x), lo = bf16(x - hi), for one value.
 __device__ __forceinline__ void Split(float x, uint16_t* hi, uint16_t* lo) {
@@ -177,61 +193,102 @@ __device__ __forceinline__ int64_t TokenBase(const ChunkCtx& c, int t) {
   return ((c.t0 + t) * c.a->s.H + c.h) * kDim;
 }
 
-// A and M for the rows of sub-chunk J (columns 0 .. 16 J + 15), reference r_J = G[16 J].
-template <int J>
-__device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, uint16_t* m_hi,
-                                                 uint16_t* m_lo) {
+__device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
+  return Bf16(sm.k[t][k]) * sm.rk[t];
+}
+
+// One 16 x 8 tile of (row factors) (column factors)^T over K, BF16x3: the 16 rows of the
+// current sub-chunk against columns 8 nt .. 8 nt + 7.
+__device__ __forceinline__ void FactorTile(const PrepSmem& sm, int nt, float (&out)[4]) {
+  constexpr int kS = PrepTraits::kKStride;
+  float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 2
+  for (int ks = 0; ks < kDim / 16; ++ks) {
+    uint32_t ah[4], al[4], bh[2], bl[2];
+    LoadA<kS>(&sm.u.f.row[0][0][0], 0, ks * 16, ah);
+    LoadA<kS>(&sm.u.f.row[1][0][0], 0, ks * 16, al);
+    LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, ks * 16, bh);
+    LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, ks * 16, bl);
+    Mma3(a0, a1, a2, ah, al, bh, bl);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = a0[i] + (a1[i] + a2[i]);
+}
+
+__device__ __forceinline__ void StorePair(uint16_t* hi_base, uint16_t* lo_base, int row, int col,
+                                          float x0, float x1) {
+  uint32_t hi, lo;
+  SplitPair(x0, x1, &hi, &lo);
+  *reinterpret_cast<uint32_t*>(hi_base + row + col) = hi;
+  *reinterpret_cast<uint32_t*>(lo_base + row + col) = lo;
+}
+
+// A (into shared memory) and M (into the record) for the rows of sub-chunk J, columns
+// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that.
+__device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, int J,
+                                                 uint16_t* m_hi, uint16_t* m_lo) {
   using Tr = PrepTraits;
-  constexpr int r0 = J * Tr::kSub;
-  constexpr int cols = r0 + Tr::kSub;
-  const int tid = threadIdx.x;
-  for (int e = tid; e < cols * kDim; e += Tr::kThreads) {
-    const int i = e / kDim, k = e % kDim;
-    float x = 0.f;
-    if (i < c.len) {
-      x = Bf16(c.a->k[TokenBase(c, i) + k]) * sm.rk[i] * expf(sm.G[r0][k] - sm.G[i][k]);
-    }
-    sm.kc[i][k] = x;
+  constexpr int kS = Tr::kKStride;
+  const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, tq = lane & 3;
+  for (int e = tid; e < cols * (kDim / 2); e += Tr::kThreads) {
+    const int i = e / (kDim / 2), k = 2 * (e % (kDim / 2));
+    StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, k,
+              Kh(sm, i, k) * expf(sm.G[r0][k] - sm.G[i][k]),
+              Kh(sm, i, k + 1) * expf(sm.G[r0][k + 1] - sm.G[i][k + 1]));
   }
-  for (int e = tid; e < Tr::kSub * kDim; e += Tr::kThreads) {
-    const int r = e / kDim, k = e % kDim, t = r0 + r;
-    float x = 0.f, y = 0.f;
-    if (t < c.len) {
-      const float f = expf(sm.G[t][k] - sm.G[r0][k]);
-      x = Bf16(c.a->k[TokenBase(c, t) + k]) * sm.rk[t] * f;
-      y = Bf16(c.a->q[TokenBase(c, t) + k]) * sm.rq[t] * f;
-    }
-    sm.kr[r][k] = x;
-    sm.qr[r][k] = y;
+  constexpr int kPairs = Tr::kSub * kDim / 2 / Tr::kThreads;
+  float f0[kPairs], f1[kPairs];
+  uint32_t qq[kPairs];
+#pragma unroll
+  for (int it = 0; it < kPairs; ++it) {
+    const int e = tid + it * Tr::kThreads;
+    const int r = e / (kDim / 2), k = 2 * (e % (kDim / 2)), t = r0 + r;
+    f0[it] = expf(sm.G[t][k] - sm.G[r0][k]);
+    f1[it] = expf(sm.G[t][k + 1] - sm.G[r0][k + 1]);
+    qq[it] = t < c.len ? *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, t) + k) : 0u;
+    StorePair(&sm.u.f.row[0][0][0], &sm.u.f.row[1][0][0], r * kS, k, Kh(sm, t, k) * f0[it],
+              Kh(sm, t, k + 1) * f1[it]);
   }
   __syncthreads();
-  const int r = tid / Tr::kSub, cg = tid % Tr::kSub, t = r0 + r;
-  float ak[J + 1], aq[J + 1];
+  // Warp w computes column tile w (8 columns) of the sub-chunk's rows.
+  const bool active = warp < 2 * (J + 1);
+  float acc[4];
+  if (active) {
+    FactorTile(sm, warp, acc);
 #pragma unroll
-  for (int m = 0; m <= J; ++m) ak[m] = aq[m] = 0.f;
-#pragma unroll 4
-  for (int k4 = 0; k4 < kDim / 4; ++k4) {
-    const float4 x = *reinterpret_cast<const float4*>(&sm.kr[r][4 * k4]);
-    const float4 y = *reinterpret_cast<const float4*>(&sm.qr[r][4 * k4]);
-#pragma unroll
-    for (int m = 0; m <= J; ++m) {
-      const float4 z = *reinterpret_cast<const float4*>(&sm.kc[cg + Tr::kSub * m][4 * k4]);
-      ak[m] = Dot4(x, z, ak[m]);
-      aq[m] = Dot4(y, z, aq[m]);
+    for (int i = 0; i < 4; ++i) {
+      const int t = r0 + g + 8 * (i >> 1), col = warp * 8 + 2 * tq + (i & 1);
+      // Right of the diagonal the factors may overflow: those products are dropped, not scaled.
+      sm.a.A[t][col] = col < t ? sm.bt[t] * acc[i] : 0.f;
     }
   }
+  __syncthreads();  // the key rows are consumed
 #pragma unroll
-  for (int m = 0; m < Tr::kSubs; ++m) {
-    const int i = cg + Tr::kSub * m;
-    float mv = 0.f;
-    if (m <= J) {
-      // Right of the diagonal the factors may overflow: those products are discarded, not scaled.
-      sm.A[t][i] = i < t ? sm.bt[t] * ak[m <= J ? m : 0] : 0.f;
-      mv = i <= t ? aq[m <= J ? m : 0] : 0.f;
-    }
-    Split(mv, &m_hi[t * kChunk + i], &m_lo[t * kChunk + i]);
+  for (int it = 0; it < kPairs; ++it) {
+    const int e = tid + it * Tr::kThreads;
+    const int r = e / (kDim / 2), k = 2 * (e % (kDim / 2)), t = r0 + r;
+    StorePair(&sm.u.f.row[0][0][0], &sm.u.f.row[1][0][0], r * kS, k,
+              Bf16(qq[it] & 0xffff) * sm.rq[t] * f0[it], Bf16(qq[it] >> 16) * sm.rq[t] * f1[it]);
   }
   __syncthreads();
+  if (active) {
+    FactorTile(sm, warp, acc);
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int t = r0 + g + 8 * hh, col = warp * 8 + 2 * tq;
+      StorePair(m_hi, m_lo, t * kChunk, col, col <= t ? acc[2 * hh] : 0.f,
+                col + 1 <= t ? acc[2 * hh + 1] : 0.f);
+    }
+  }
+  if (cols < kChunk) {
+    const int pairs = (kChunk - cols) / 2;
+    for (int e = tid; e < Tr::kSub * pairs; e += Tr::kThreads) {
+      StorePair(m_hi, m_lo, (r0 + e / pairs) * kChunk, cols + 2 * (e % pairs), 0.f, 0.f);
+    }
+  }
+  __syncthreads();  // before the next sub-chunk overwrites the factors
 }
 
 __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
@@ -277,38 +334,52 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     const float exp_a = expf(a.A_log[h]);
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-    for (int i = 0; i < kChunk / Tr::kWarps; ++i) {
-      const int t = warp + Tr::kWarps * i;
-      float gl[4] = {0.f, 0.f, 0.f, 0.f};
-      if (t < c.len) {
-        const RawToken r = LoadToken(a.q, a.k, a.g, a.beta, c.t0 + t, H, h);
-        const float qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
-                             Bf16(r.q.y >> 16)};
-        const float kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
-                             Bf16(r.k.y >> 16)};
-        const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
-                             Bf16(r.g.y >> 16)};
-        float sq = 0.f, sk = 0.f;
+    constexpr int kBatch = 4;  // tokens whose loads a warp has in flight together
+    static_assert(kChunk / Tr::kWarps % kBatch == 0, "whole batches");
+    for (int i0 = 0; i0 < kChunk / Tr::kWarps; i0 += kBatch) {
+      RawToken raw[kBatch];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          sq = fmaf(qf[j], qf[j], sq);
-          sk = fmaf(kf[j], kf[j], sk);
-          gl[j] = a.s.lower_bound * SigmoidF(exp_a * (gf[j] + db[j]));
-        }
-        sq = WarpSum(sq);
-        sk = WarpSum(sk);
-        if (lane == 0) {
-          sm.rq[t] = 1.0f / sqrtf(sq + 1e-6f);
-          sm.rk[t] = 1.0f / sqrtf(sk + 1e-6f);
-          sm.bt[t] = SigmoidF(r.beta);
-        }
-      } else if (lane == 0) {
-        sm.rq[t] = 0.f;
-        sm.rk[t] = 0.f;
-        sm.bt[t] = 0.f;
+      for (int i = 0; i < kBatch; ++i) {
+        const int t = warp + Tr::kWarps * (i0 + i);
+        if (t < c.len) raw[i] = LoadToken(a.q, a.k, a.g, a.beta, c.t0 + t, H, h);
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) sm.G[t][4 * lane + j] = gl[j];
+      for (int i = 0; i < kBatch; ++i) {
+        const int t = warp + Tr::kWarps * (i0 + i);
+        float gl[4] = {0.f, 0.f, 0.f, 0.f};
+        uint2 kraw = make_uint2(0u, 0u);
+        if (t < c.len) {
+          const RawToken& r = raw[i];
+          kraw = r.k;
+          const float qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
+                               Bf16(r.q.y >> 16)};
+          const float kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
+                               Bf16(r.k.y >> 16)};
+          const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
+                               Bf16(r.g.y >> 16)};
+          float sq = 0.f, sk = 0.f;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            sq = fmaf(qf[j], qf[j], sq);
+            sk = fmaf(kf[j], kf[j], sk);
+            gl[j] = a.s.lower_bound * SigmoidF(exp_a * (gf[j] + db[j]));
+          }
+          sq = WarpSum(sq);
+          sk = WarpSum(sk);
+          if (lane == 0) {
+            sm.rq[t] = 1.0f / sqrtf(sq + 1e-6f);
+            sm.rk[t] = 1.0f / sqrtf(sk + 1e-6f);
+            sm.bt[t] = SigmoidF(r.beta);
+          }
+        } else if (lane == 0) {
+          sm.rq[t] = 0.f;
+          sm.rk[t] = 0.f;
+          sm.bt[t] = 0.f;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sm.G[t][4 * lane + j] = gl[j];
+        *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
+      }
     }
   }
   __syncthreads();
@@ -324,78 +395,140 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
   uint16_t* m_hi = mm;
   uint16_t* m_lo = mm + kChunk * kChunk;
-  SubChunkProducts<0>(c, sm, m_hi, m_lo);
-  SubChunkProducts<1>(c, sm, m_hi, m_lo);
-  SubChunkProducts<2>(c, sm, m_hi, m_lo);
-  SubChunkProducts<3>(c, sm, m_hi, m_lo);
-  static_assert(Tr::kSubs == 4, "one call per sub-chunk above");
 
-  // Q Gam (pairs along k), Gam_C, and Kdec = K Gam_C / Gam staged transposed in the kc buffer.
+  // Q Gam (pairs along k), Gam_C, and Kdec = K Gam_C / Gam staged transposed.
   {
-    uint32_t* q_hi = reinterpret_cast<uint32_t*>(qg);
-    uint32_t* q_lo = q_hi + kChunk * kDim / 2;
-    for (int e = tid; e < kChunk * kDim / 2; e += Tr::kThreads) {
+    uint16_t* q_lo = qg + kChunk * kDim;
+#pragma unroll 4
+    for (int it = 0; it < kChunk * kDim / 2 / Tr::kThreads; ++it) {
+      const int e = tid + it * Tr::kThreads;
       const int t = e / (kDim / 2), k = 2 * (e % (kDim / 2));
-      float x0 = 0.f, x1 = 0.f;
-      if (t < c.len) {
-        const int64_t base = TokenBase(c, t) + k;
-        x0 = Bf16(a.q[base]) * sm.rq[t] * expf(sm.G[t][k]);
-        x1 = Bf16(a.q[base + 1]) * sm.rq[t] * expf(sm.G[t][k + 1]);
-      }
-      SplitPair(x0, x1, &q_hi[e], &q_lo[e]);
+      uint32_t qq = 0;
+      if (t < c.len) qq = *reinterpret_cast<const uint32_t*>(a.q + TokenBase(c, t) + k);
+      StorePair(qg, q_lo, t * kDim, k, Bf16(qq & 0xffff) * sm.rq[t] * expf(sm.G[t][k]),
+                Bf16(qq >> 16) * sm.rq[t] * expf(sm.G[t][k + 1]));
     }
-    float(*kd)[Tr::kKdTStride] = reinterpret_cast<float(*)[Tr::kKdTStride]>(&sm.kc[0][0]);
-    for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
+#pragma unroll 4
+    for (int it = 0; it < kChunk * kDim / Tr::kThreads; ++it) {
+      const int e = tid + it * Tr::kThreads;
       const int t = e / kDim, k = e % kDim;
-      float x = 0.f;
-      if (t < c.len) {
-        x = Bf16(a.k[TokenBase(c, t) + k]) * sm.rk[t] * expf(sm.G[kChunk - 1][k] - sm.G[t][k]);
-      }
-      kd[k][t] = x;
+      sm.u.kdt[k][t] = Kh(sm, t, k) * expf(sm.G[kChunk - 1][k] - sm.G[t][k]);
     }
     if (tid < kDim) gamc[tid] = expf(sm.G[kChunk - 1][tid]);
     __syncthreads();
-    uint32_t* kd_lo = kdt + kDim * kChunk / 2;
+    uint16_t* kd = reinterpret_cast<uint16_t*>(kdt);
     for (int e = tid; e < kDim * kChunk / 2; e += Tr::kThreads) {
       const int k = e / (kChunk / 2), t = 2 * (e % (kChunk / 2));
-      const float2 x = *reinterpret_cast<const float2*>(&kd[k][t]);
-      SplitPair(x.x, x.y, &kdt[e], &kd_lo[e]);
+      const float2 x = *reinterpret_cast<const float2*>(&sm.u.kdt[k][t]);
+      StorePair(kd, kd + kDim * kChunk, k * kChunk, t, x.x, x.y);
     }
+    __syncthreads();  // the staging buffer is reused below
   }
 
-  // W and Uv: forward substitution X_t = rhs_t - sum_{j<t} A[t][j] X_j, one column per thread.
+#pragma unroll 1
+  for (int J = 0; J < Tr::kSubs; ++J) SubChunkProducts(c, sm, J, m_hi, m_lo);
+
+  // Tinv = (I + A)^-1 in FP32: 16 x 16 diagonal blocks by forward substitution (one column per
+  // thread), then block rows Tinv[J, <J] = -Tinv[J, J] (A[J, <J] Tinv[<J, <J]).
   {
-    const int col = tid;
-    float x[kChunk];
+    float* tv = &sm.u.s.tinv[0][0];
+    for (int e = tid; e < kChunk * Tr::kTStride; e += Tr::kThreads) tv[e] = 0.f;
+    __syncthreads();
+    if (tid < kChunk) {
+      const int b = (tid / Tr::kSub) * Tr::kSub, j = tid % Tr::kSub;
+      float x[Tr::kSub];
 #pragma unroll
-    for (int t = 0; t < kChunk; ++t) x[t] = 0.f;
+      for (int i = 0; i < Tr::kSub; ++i) {
+        float acc = i == j ? 1.f : 0.f;
 #pragma unroll
-    for (int t = 0; t < kChunk; ++t) {
-      float rhs = 0.f;
-      if (t < c.len) {
-        const int64_t base = TokenBase(c, t);
-        rhs = col < kDim ? sm.bt[t] * (Bf16(a.k[base + col]) * sm.rk[t] * expf(sm.G[t][col]))
-                         : sm.bt[t] * Bf16(a.v[base + col - kDim]);
+        for (int l = 0; l < i; ++l) acc = fmaf(-sm.a.A[b + i][b + l], x[l], acc);
+        x[i] = acc;
       }
-      float acc = 0.f;
 #pragma unroll
-      for (int j4 = 0; j4 < (t + 3) / 4; ++j4) {
-        const float4 av = *reinterpret_cast<const float4*>(&sm.A[t][4 * j4]);
-        acc = fmaf(av.x, x[4 * j4], acc);
-        acc = fmaf(av.y, x[4 * j4 + 1], acc);
-        acc = fmaf(av.z, x[4 * j4 + 2], acc);
-        acc = fmaf(av.w, x[4 * j4 + 3], acc);
-      }
-      x[t] = rhs - acc;
+      for (int i = 0; i < Tr::kSub; ++i) sm.u.s.tinv[b + i][b + j] = x[i];
     }
-    if (col < kDim) {
-#pragma unroll
-      for (int t = 0; t < kChunk; ++t) {
-        Split(-x[t], &negw[t * kDim + col], &negw[kChunk * kDim + t * kDim + col]);
+    __syncthreads();
+#pragma unroll 1
+    for (int J = 1; J < Tr::kSubs; ++J) {
+      const int n = J * Tr::kSub;
+      for (int e = tid; e < Tr::kSub * n; e += Tr::kThreads) {
+        const int r = e / n, cc = e % n;
+        float acc = 0.f;
+        for (int l = cc; l < n; ++l) acc = fmaf(sm.a.A[n + r][l], sm.u.s.tinv[l][cc], acc);
+        sm.u.s.r[r][cc] = acc;
       }
-    } else {
+      __syncthreads();
+      for (int e = tid; e < Tr::kSub * n; e += Tr::kThreads) {
+        const int r = e / n, cc = e % n;
+        float acc = 0.f;
+        for (int l = 0; l <= r; ++l) acc = fmaf(sm.u.s.tinv[n + r][n + l], sm.u.s.r[l][cc], acc);
+        sm.u.s.tinv[n + r][cc] = -acc;
+      }
+      __syncthreads();
+    }
+    // Split Tinv into the A buffer (A is dead).
+    for (int e = tid; e < kChunk * kChunk / 2; e += Tr::kThreads) {
+      const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
+      StorePair(&sm.a.tinv[0][0][0], &sm.a.tinv[1][0][0], t * Tr::kTStride, j, sm.u.s.tinv[t][j],
+                sm.u.s.tinv[t][j + 1]);
+    }
+    __syncthreads();
+  }
+
+  // W | Uv = Tinv [beta K Gam | beta V], 64 columns at a time, BF16x3: warp = (token tile mt,
+  // column half); Tinv is lower triangular, so token tile mt needs k-steps 0 .. mt only.
+  {
+    const int g = lane >> 2, tq = lane & 3, mt = warp & 3, nq = warp >> 2;
+    uint16_t* w_lo = negw + kChunk * kDim;
+#pragma unroll 1
+    for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
+      for (int e = tid; e < kChunk * kChunk / 2; e += Tr::kThreads) {
+        const int j = 2 * (e / kChunk), cl = e % kChunk, col = cb * kChunk + cl;
+        float x0 = 0.f, x1 = 0.f;
+        if (col < kDim) {
+          x0 = sm.bt[j] * (Kh(sm, j, col) * expf(sm.G[j][col]));
+          x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * expf(sm.G[j + 1][col]));
+        } else {
+          if (j < c.len) x0 = sm.bt[j] * Bf16(a.v[TokenBase(c, j) + col - kDim]);
+          if (j + 1 < c.len) x1 = sm.bt[j + 1] * Bf16(a.v[TokenBase(c, j + 1) + col - kDim]);
+        }
+        StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+      }
+      __syncthreads();
+      float a0[4][4], a1[4][4], a2[4][4];
 #pragma unroll
-      for (int t = 0; t < kChunk; ++t) uv[t * kDim + col - kDim] = x[t];
+      for (int nn = 0; nn < 4; ++nn) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a0[nn][i] = a1[nn][i] = a2[nn][i] = 0.f;
+      }
+      for (int ks = 0; ks <= mt; ++ks) {
+        uint32_t ah[4], al[4];
+        LoadA<Tr::kTStride>(&sm.a.tinv[0][0][0], mt * 16, ks * 16, ah);
+        LoadA<Tr::kTStride>(&sm.a.tinv[1][0][0], mt * 16, ks * 16, al);
+#pragma unroll
+        for (int nn = 0; nn < 4; ++nn) {
+          uint32_t bh[2], bl[2];
+          LoadB<Tr::kTStride>(&sm.u.rhs[0][0][0], (nq * 4 + nn) * 8, ks * 16, bh);
+          LoadB<Tr::kTStride>(&sm.u.rhs[1][0][0], (nq * 4 + nn) * 8, ks * 16, bl);
+          Mma3(a0[nn], a1[nn], a2[nn], ah, al, bh, bl);
+        }
+      }
+#pragma unroll
+      for (int nn = 0; nn < 4; ++nn) {
+        const int col = cb * kChunk + (nq * 4 + nn) * 8 + 2 * tq;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int t = mt * 16 + g + 8 * hh;
+          const float x0 = a0[nn][2 * hh] + (a1[nn][2 * hh] + a2[nn][2 * hh]);
+          const float x1 = a0[nn][2 * hh + 1] + (a1[nn][2 * hh + 1] + a2[nn][2 * hh + 1]);
+          if (col < kDim) {
+            StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
+          } else {
+            *reinterpret_cast<float2*>(uv + t * kDim + col - kDim) = make_float2(x0, x1);
+          }
+        }
+      }
+      __syncthreads();  // before the next block overwrites the right-hand side
     }
   }
 }
@@ -425,19 +558,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   auto record = [&](int64_t c) { return rec0 + c * H * kda_layout::kRecBytes; };
 
   // Group 1 (-W, Q Gam, Uv): read by the U / o products. Group 2 (Kdec^T, M, Gam_C): read after.
-  auto load_group1 = [&](const char* rec) {
+  auto load_group1 = [&](const char* rec, int b) {
     constexpr int kRowPieces = kDim * 2 / 16;
     for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
       const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.w[0][0][0] + row * Tr::kKStride + 8 * p,
+      CpAsync16(&sm.w[b][0][0][0] + row * Tr::kKStride + 8 * p,
                 rec + kda_layout::kRecNegW + row * kDim * 2 + 16 * p);
-      CpAsync16(&sm.qg[0][0][0] + row * Tr::kKStride + 8 * p,
+      CpAsync16(&sm.qg[b][0][0][0] + row * Tr::kKStride + 8 * p,
                 rec + kda_layout::kRecQg + row * kDim * 2 + 16 * p);
     }
     constexpr int kUvPieces = kRows * 4 / 16;
     for (int e = tid; e < kChunk * kUvPieces; e += Tr::kThreads) {
       const int row = e / kUvPieces, p = e % kUvPieces;
-      CpAsync16(&sm.uv[row][4 * p], rec + kda_layout::kRecUv + (row * kDim + v0) * 4 + 16 * p);
+      CpAsync16(&sm.uv[b][row][4 * p], rec + kda_layout::kRecUv + (row * kDim + v0) * 4 + 16 * p);
     }
   };
   auto load_group2 = [&](const char* rec) {
@@ -492,15 +625,24 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
   };
   store_state();
+  // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
+  // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
+  constexpr int kWaitTop = Tr::kStages == 2 ? 3 : 1;
   if (chunks > 0) {
-    load_group1(record(0));
+    load_group1(record(0), 0);
     CpAsyncCommit();
+    if constexpr (Tr::kStages == 2) {
+      CpAsyncCommit();
+      if (chunks > 1) load_group1(record(1), 1);
+      CpAsyncCommit();
+    }
     load_group2(record(0));
     CpAsyncCommit();
   }
 
   for (int64_t c = 0; c < chunks; ++c) {
-    CpAsyncWait<1>();  // group 1 of chunk c
+    const int b = static_cast<int>(c % Tr::kStages);
+    CpAsyncWait<kWaitTop>();  // group 1 of chunk c
     __syncthreads();
 
     // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt.
@@ -508,27 +650,29 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       const int row = mt * 16 + g, col = vt * 16 + nt * 8 + 2 * tq;
-      u0[nt][0] = sm.uv[row][col];
-      u0[nt][1] = sm.uv[row][col + 1];
-      u0[nt][2] = sm.uv[row + 8][col];
-      u0[nt][3] = sm.uv[row + 8][col + 1];
+      u0[nt][0] = sm.uv[b][row][col];
+      u0[nt][1] = sm.uv[b][row][col + 1];
+      u0[nt][2] = sm.uv[b][row + 8][col];
+      u0[nt][3] = sm.uv[b][row + 8][col + 1];
 #pragma unroll
       for (int i = 0; i < 4; ++i) u1[nt][i] = u2[nt][i] = o0[nt][i] = o1[nt][i] = o2[nt][i] = 0.f;
     }
-#pragma unroll
+#pragma unroll 2
     for (int ks = 0; ks < kDim / 16; ++ks) {
       uint32_t wh[4], wl[4], qh[4], ql[4];
-      LoadA<Tr::kKStride>(&sm.w[0][0][0], mt * 16, ks * 16, wh);
-      LoadA<Tr::kKStride>(&sm.w[1][0][0], mt * 16, ks * 16, wl);
-      LoadA<Tr::kKStride>(&sm.qg[0][0][0], mt * 16, ks * 16, qh);
-      LoadA<Tr::kKStride>(&sm.qg[1][0][0], mt * 16, ks * 16, ql);
+      LoadA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
+      LoadA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
+      LoadA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
+      LoadA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         uint32_t sh[2], sl[2];
         LoadB<Tr::kKStride>(&sm.s[0][0][0], vt * 16 + nt * 8, ks * 16, sh);
         LoadB<Tr::kKStride>(&sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sl);
-        Mma3(u0[nt], u1[nt], u2[nt], wh, wl, sh, sl);
-        Mma3(o0[nt], o1[nt], o2[nt], qh, ql, sh, sl);
+        Mma3(u0[nt], Tr::kSplitAcc ? u1[nt] : u0[nt], Tr::kSplitAcc ? u2[nt] : u0[nt], wh, wl, sh,
+             sl);
+        Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], qh, ql, sh,
+             sl);
       }
     }
     // U^T into shared memory, split (token mt*16 + g (+8), state row vt*16 + nt*8 + 2 tq (+1)).
@@ -544,7 +688,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
     CpAsyncWait<0>();  // group 2 of chunk c
     __syncthreads();
-    if (c + 1 < chunks) load_group1(record(c + 1));
+    if (c + Tr::kStages < chunks) load_group1(record(c + Tr::kStages), b);
     CpAsyncCommit();
 
     // o += M U (causal: token tiles ks <= mt), then the output.
@@ -559,7 +703,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           uint32_t bh[2], bl[2];
           LoadB<Tr::kTStride>(&sm.u[0][0][0], vt * 16 + nt * 8, ks * 16, bh);
           LoadB<Tr::kTStride>(&sm.u[1][0][0], vt * 16 + nt * 8, ks * 16, bl);
-          Mma3(o0[nt], o1[nt], o2[nt], mh, ml, bh, bl);
+          Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], mh, ml, bh,
+               bl);
         }
       }
     }
@@ -596,7 +741,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < 4; ++i) p1[nt][i] = p2[nt][i] = 0.f;
       }
-#pragma unroll
+#pragma unroll 2
       for (int ks = 0; ks < kChunk / 16; ++ks) {
         uint32_t ah[4], al[4];
         LoadA<Tr::kTStride>(&sm.u[0][0][0], vt * 16, ks * 16, ah);
@@ -606,7 +751,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           uint32_t bh[2], bl[2];
           LoadB<Tr::kTStride>(&sm.kd[0][0][0], 32 * mt + 8 * nt, ks * 16, bh);
           LoadB<Tr::kTStride>(&sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bl);
-          Mma3(st[nt], p1[nt], p2[nt], ah, al, bh, bl);
+          Mma3(st[nt], Tr::kSplitAcc ? p1[nt] : st[nt], Tr::kSplitAcc ? p2[nt] : st[nt], ah, al, bh,
+               bl);
         }
       }
 #pragma unroll
@@ -687,16 +833,20 @@ Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace
     Status launched = CheckLaunch("the chunk preparation");
     if (!launched.ok()) return launched;
   }
-  // 16-row slices (8 CTAs per (document, head)) while they fit one wave of one CTA per SM,
-  // 32-row slices (half the operand traffic per state row) beyond.
+  // Every slice reads the whole chunk record, so wider slices cut the operand traffic, which
+  // bounds this pass: 16-row slices (8 CTAs per (document, head)) while they fit one wave of one
+  // CTA per SM, 32-row slices up to two waves, 64-row slices beyond (H200, 2026-11-29: 32 rows
+  // beat 64 at 32 (document, head) pairs, 64 beat 32 at 256 pairs).
   int dev = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (err != cudaSuccess) {
     return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
   }
-  if (a.s.N * a.s.H * StateTraits<16>::kSlices <= sms) return LaunchState<16>(a, ws, stream);
-  return LaunchState<32>(a, ws, stream);
+  const int64_t chains = a.s.N * a.s.H;
+  if (chains * StateTraits<16>::kSlices <= sms) return LaunchState<16>(a, ws, stream);
+  if (chains * StateTraits<32>::kSlices <= 2 * sms) return LaunchState<32>(a, ws, stream);
+  return LaunchState<64>(a, ws, stream);
 }
 
 }  // namespace kda_cuda

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "reference/kda_layout.h"
-#include "reference/kda_reference_internal.h"
 #include "cakegrad/kernels/kda.h"
 #include "common/test_util.h"
 #include "gpu/gpu_test_util.h"
+#include "reference/kda_layout.h"
+#include "reference/kda_reference_internal.h"
 
 namespace cakegrad::kernels {
 namespace {
@@ -341,8 +341,9 @@ TEST_P(KdaForwardAccuracy, MatchesFp64Reference) {
   kda_ref::Forward(pr.Exact(), &o, &fs);
   const double eo = RelL2(testing::Bf16ToDouble(pr.o.Download()), o);
   const double efs = RelL2(testing::ToDouble(pr.fs.Download()), fs);
-  std::printf("[ kda fwd ] %-40s o rel-L2 %.3e (limit 5e-3)  final_state rel-L2 %.3e (limit 1e-4)\n",
-              GetParam().Name().c_str(), eo, efs);
+  std::printf(
+      "[ kda fwd ] %-40s o rel-L2 %.3e (limit 5e-3)  final_state rel-L2 %.3e (limit 1e-4)\n",
+      GetParam().Name().c_str(), eo, efs);
   EXPECT_LE(eo, 5e-3);
   EXPECT_LE(efs, 1e-4);
 }
@@ -422,8 +423,8 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
     const char* name;
     std::vector<double> got, exact;
   };
-  std::vector<Acc> acc = {{"-W", {}, {}},  {"Uv", {}, {}},      {"Q Gam", {}, {}},
-                          {"M", {}, {}},   {"Kdec^T", {}, {}}, {"Gam_C", {}, {}}};
+  std::vector<Acc> acc = {{"-W", {}, {}}, {"Uv", {}, {}},     {"Q Gam", {}, {}},
+                          {"M", {}, {}},  {"Kdec^T", {}, {}}, {"Gam_C", {}, {}}};
   constexpr int64_t C = L::kChunk;
   for (size_t n = 0; n + 1 < hd.cu.size(); ++n) {
     const int64_t bos = hd.cu[n], len = hd.cu[n + 1] - bos;
@@ -488,8 +489,7 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
             acc[2].got.push_back(split(rec, L::kRecQg, C * kD, t * kD + j));
             acc[2].exact.push_back(qh[t * kD + j] * std::exp(G[t * kD + j]));
             acc[4].got.push_back(split(rec, L::kRecKdecT, C * kD, j * C + t));
-            acc[4].exact.push_back(kh[t * kD + j] *
-                                   std::exp(G[(C - 1) * kD + j] - G[t * kD + j]));
+            acc[4].exact.push_back(kh[t * kD + j] * std::exp(G[(C - 1) * kD + j] - G[t * kD + j]));
           }
           for (int64_t i = 0; i < C; ++i) {
             acc[3].got.push_back(split(rec, L::kRecM, C * C, t * C + i));
