@@ -40,7 +40,16 @@ absl::StatusOr<int64_t> WorkspaceBytesForPlan(const std::string& plan) {
       }
       dims[symbol] = value;
     }
-    if (op->workspace_bytes) largest = std::max(largest, op->workspace_bytes(dims));
+    // A training step runs a family's forward and backward at the same shapes, and their
+    // needs differ (KDA's chunked forward needs more than its backward at some shapes): an
+    // entry sizes the workspace for every operator of its family.
+    const absl::string_view family = name.substr(0, name.find('_'));
+    for (const OpSpec& sibling : AllOps()) {
+      if (sibling.workspace_bytes &&
+          absl::string_view(sibling.name).substr(0, sibling.name.find('_')) == family) {
+        largest = std::max(largest, sibling.workspace_bytes(dims));
+      }
+    }
   }
   return largest;
 }

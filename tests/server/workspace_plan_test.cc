@@ -18,10 +18,27 @@ TEST(WorkspacePlan, LargestOfTheListedShapes) {
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(*bytes, std::max({kernels::Conv1dBackwardWorkspaceBytes(1048576, 12288),
                               kernels::MhcBackwardFinishWorkspaceBytes(65536, 4096),
-                              kernels::KdaBackwardWorkspaceBytes(1, 65536, 32, 64)}));
+                              kernels::MhcForwardWorkspaceBytes(65536, 4096),
+                              kernels::MhcBackwardPrepareWorkspaceBytes(65536, 4096),
+                              kernels::KdaBackwardWorkspaceBytes(1, 65536, 32, 64),
+                              kernels::KdaForwardWorkspaceBytes(1, 65536, 32, 64)}));
   EXPECT_GT(*bytes, 0);
   EXPECT_EQ(*WorkspaceBytesForPlan(""), 0);
-  EXPECT_EQ(*WorkspaceBytesForPlan("mhc_forward_finish:T=10,C=256"), 0) << "needs none";
+}
+
+// Naming one operator sizes its family's forward and backward at those shapes: KDA's chunked
+// forward needs more scratch than its backward at some shapes.
+TEST(WorkspacePlan, AnEntrySizesEveryOperatorOfItsFamily) {
+  const int64_t fwd = kernels::KdaForwardWorkspaceBytes(1, 32768, 16, 1);
+  const int64_t bwd = kernels::KdaBackwardWorkspaceBytes(1, 32768, 16, 1);
+  EXPECT_EQ(*WorkspaceBytesForPlan("kda_backward:B=1,T=32768,H=16,N=1"), std::max(fwd, bwd));
+  EXPECT_EQ(*WorkspaceBytesForPlan("kda_forward:B=1,T=32768,H=16,N=1"), std::max(fwd, bwd));
+  EXPECT_EQ(*WorkspaceBytesForPlan("conv1d_forward:S=4096,C=512"),
+            kernels::Conv1dBackwardWorkspaceBytes(4096, 512));
+  EXPECT_EQ(*WorkspaceBytesForPlan("mhc_forward_finish:T=64,C=256"),
+            std::max({kernels::MhcForwardWorkspaceBytes(64, 256),
+                      kernels::MhcBackwardPrepareWorkspaceBytes(64, 256),
+                      kernels::MhcBackwardFinishWorkspaceBytes(64, 256)}));
 }
 
 TEST(WorkspacePlan, BadEntriesNameThemselves) {
