@@ -52,7 +52,7 @@ struct Fuzzer {
   // at these symbol values, one after another (with gaps) in region `mine`.
   v1::RunRequest Valid(const OpSpec& op) {
     const absl::flat_hash_map<std::string, int64_t> dims = {{"S", 37}, {"C", 256}, {"T", 21},
-                                                            {"H", 2},  {"B", 1},  {"N", 1}};
+                                                            {"H", 2},  {"B", 1},   {"N", 1}};
     v1::RunRequest run;
     const auto* field = v1::RunRequest::descriptor()->FindFieldByName(op.name);
     google::protobuf::Message* msg = run.GetReflection()->MutableMessage(&run, field);
