@@ -117,15 +117,11 @@ class Scheme:
 # -- the chunked forward ---------------------------------------------------------------------------
 
 
-def chunked_forward(q, k, v, g, beta, A_log, dt_bias, initial_state=None, cu_seqlens=None,
-                    scale=None, lower_bound=-5.0, *, C=64, sub=16, scheme: Scheme,
-                    stats: dict | None = None):
-    """(o [B,T,H,V] as BF16 values in float64, o before rounding, final_state [N,H,V,K])."""
-    wd = F64 if scheme.fp64 else F32
-    sd = {"fp64": F64, "fp32": F32, "bf16": F32}[scheme.carry] if not scheme.fp64 else F64
-    mm = scheme.mms()
+def prepare_chunks(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, *, C, sub, wd, mm):
+    """Everything of the chunked forward that is parallel over chunks (shared with the backward
+    study, bench/kda_chunked_backward_study.py): per-token preparation, documents -> padded chunks,
+    cumulative log-gates, A and M per row sub-chunk, Tinv, W, Uv. Returns a dict of them."""
     B, T, H, K = q.shape
-    scale = 1.0 / math.sqrt(K) if scale is None else scale
     assert C % sub == 0
     ns = C // sub
 
@@ -197,6 +193,25 @@ def chunked_forward(q, k, v, g, beta, A_log, dt_bias, initial_state=None, cu_seq
     Bk = Bc.unsqueeze(-1)
     W = mm["wu"](Tinv, Bk * Kc * Gam)                  # [N,H,J,C,K]
     Uv = mm["wu"](Tinv, Bk * Vc)                       # [N,H,J,C,V]
+    return dict(N=N, J=J, L=L, bidx=bidx, tidx=tidx, valid=valid, chunks=chunks, qh=qh, kh=kh,
+                gl=gl, bt=bt, Qc=Qc, Kc=Kc, Vc=Vc, Gl=Gl, Bc=Bc, G=G, Gam=Gam, GC=GC, Kdec=Kdec,
+                Qg=Qg, A=A, Mq=Mq, Tinv=Tinv, W=W, Uv=Uv, maxexp=maxexp)
+
+
+def chunked_forward(q, k, v, g, beta, A_log, dt_bias, initial_state=None, cu_seqlens=None,
+                    scale=None, lower_bound=-5.0, *, C=64, sub=16, scheme: Scheme,
+                    stats: dict | None = None):
+    """(o [B,T,H,V] as BF16 values in float64, o before rounding, final_state [N,H,V,K])."""
+    wd = F64 if scheme.fp64 else F32
+    sd = {"fp64": F64, "fp32": F32, "bf16": F32}[scheme.carry] if not scheme.fp64 else F64
+    mm = scheme.mms()
+    B, T, H, K = q.shape
+    scale = 1.0 / math.sqrt(K) if scale is None else scale
+    P = prepare_chunks(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, C=C, sub=sub,
+                       wd=wd, mm=mm)
+    N, J, L, bidx, tidx, valid = P["N"], P["J"], P["L"], P["bidx"], P["tidx"], P["valid"]
+    GC, Kdec, Qg, Mq, W, Uv = P["GC"], P["Kdec"], P["Qg"], P["Mq"], P["W"], P["Uv"]
+    maxexp = P["maxexp"]
 
     # state pass over chunks (the only sequential part)
     if initial_state is None:
