@@ -182,3 +182,57 @@ def test_model_with_all_three_modules_trains():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0], losses
+
+
+def test_modules_bring_their_own_workspaces(monkeypatch):
+    """Every module call whose operator takes a workspace passes one large enough for its
+    shapes, so that no module depends on the daemon's --workspace_bytes."""
+    from cakegrad._call import Call
+
+    sent = {}
+    original = Call.set
+
+    def spy(self, message, field, x, **kwargs):
+        if field == "workspace":
+            sent[self.operator] = None if x is None else int(x.shape[0])
+        return original(self, message, field, x, **kwargs)
+
+    monkeypatch.setattr(Call, "set", spy)
+    test_model_with_all_three_modules_trains()
+    client = cakegrad.get_client()
+    need = {"conv1d_backward": dict(tokens=13, channels=256),
+            "mhc_backward_finish": dict(tokens=13, channels=256),
+            "kda_forward": dict(tokens=13, heads=2, batch=1, num_docs=2),
+            "kda_backward": dict(tokens=13, heads=2, batch=1, num_docs=2)}
+    for operator, dims in need.items():
+        nbytes = client.workspace_size(operator, **dims)
+        assert nbytes > 0, operator
+        assert sent.get(operator) is not None, f"{operator} got no workspace"
+        assert sent[operator] >= nbytes, (operator, sent[operator], nbytes)
+
+
+def test_shared_workspace_is_reused_grown_and_per_thread():
+    import threading
+
+    from cakegrad._workspace import shared_workspace
+
+    client = cakegrad.get_client()
+    like = torch.empty(1)
+    small = dict(tokens=64, heads=2, batch=1, num_docs=0)
+    large = dict(tokens=4096, heads=4, batch=1, num_docs=0)
+    need_small = client.workspace_size("kda_backward", **small)
+    need_large = client.workspace_size("kda_backward", **large)
+    assert 0 < need_small < need_large
+    a = shared_workspace(client, "kda_backward", like, **small)
+    assert a.dtype == torch.uint8 and a.shape[0] >= need_small
+    assert shared_workspace(client, "kda_backward", like, **small) is a
+    b = shared_workspace(client, "kda_backward", like, **large)
+    assert b.shape[0] >= need_large and b is not a
+    # A smaller call keeps the grown buffer instead of shrinking it.
+    assert shared_workspace(client, "kda_backward", like, **small) is b
+    other = []
+    t = threading.Thread(target=lambda: other.append(
+        shared_workspace(client, "kda_backward", like, **small)))
+    t.start()
+    t.join()
+    assert other[0] is not b and other[0].shape[0] >= need_small

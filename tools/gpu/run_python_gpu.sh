@@ -73,6 +73,11 @@ if [ "${BUSY_BENCH:-0}" = 1 ]; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 
+# The nn modules bring their own workspaces: shapes beyond the daemon's default one train.
+timeout 300 python3 tests/gpu/python/module_workspaces.py --address "unix:$sock" 2>&1 \
+  | tee "$OUT/module_workspaces.txt"
+grep -q "MODULE_WORKSPACES PASSED" "$OUT/module_workspaces.txt" || rc=1
+
 # Expandable-segment memory cannot go through legacy CUDA IPC: the package must say what to change.
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 - "unix:$sock" <<'PY' 2>&1 \
   | tee "$OUT/expandable_segments.txt"

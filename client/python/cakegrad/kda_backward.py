@@ -76,10 +76,14 @@ class RecurrentKDABackwardWorkspace:
 
 def recurrent_kda_forward(q, k, v, g, beta, A_log, dt_bias, initial_state=None,
                           cu_seqlens=None, scale: float | None = None,
-                          lower_bound: float = -5.0, out: Sequence | None = None):
+                          lower_bound: float = -5.0, workspace=None,
+                          out: Sequence | None = None):
     """The recurrence's output and final state. Returns ``(o, final_state)``: BF16 o of q's
     shape and FP32 [N, H, 128, 128] final_state. ``out``: optional preallocated (o,
-    final_state). ``scale`` None means 1 / sqrt(128)."""
+    final_state). ``scale`` None means 1 / sqrt(128). ``workspace``: optional uint8 buffer of
+    at least ``get_client().workspace_size("kda_forward", tokens=B * T, heads=H, batch=B,
+    num_docs=N)`` bytes (N only with cu_seqlens), on q's device; without one the daemon's
+    own workspace is used, which may be too small for long sequences."""
     call = Call("kda_forward", q, "q")
     B, T, H, K = call.dims("q", q, 4, _LAYOUT)
     cu_seqlens = call.index_tensor("cu_seqlens", cu_seqlens)
@@ -99,6 +103,7 @@ def recurrent_kda_forward(q, k, v, g, beta, A_log, dt_bias, initial_state=None,
     call.set(req, "dt_bias", dt_bias)
     call.set(req, "initial_state", initial_state)
     call.set(req, "cu_seqlens", cu_seqlens)
+    call.set(req, "workspace", workspace)
     call.set(req, "o", o, output=True)
     call.set(req, "final_state", final_state, output=True)
     call.run("kda_forward", req)
@@ -108,14 +113,17 @@ def recurrent_kda_forward(q, k, v, g, beta, A_log, dt_bias, initial_state=None,
 def recurrent_kda_backward(q, k, v, g, beta, A_log, dt_bias, initial_state, do, dfinal_state,
                            cu_seqlens=None, scale: float | None = None,
                            lower_bound: float = -5.0,
-                           workspace: RecurrentKDABackwardWorkspace | None = None,
+                           workspace=None,
                            out: Sequence | None = None):
     """All gradients of loss = sum(do * o) + sum(dfinal_state * final_state) (seed page 004).
     Returns ``(dq, dk, dv, dg, dbeta, dA_log, ddt_bias, dinitial_state)``.
 
     ``initial_state`` / ``dfinal_state`` may be None, meaning zeros (a forward without an
     initial state; a loss that does not use the final state). ``out``: eight preallocated
-    gradients in return order. ``scale`` None means 1 / sqrt(128)."""
+    gradients in return order. ``scale`` None means 1 / sqrt(128). ``workspace``: a
+    :class:`RecurrentKDABackwardWorkspace` (grown to fit) or a uint8 buffer of at least the
+    "kda_backward" workspace size; None: the daemon's own, which may be too small for long
+    sequences."""
     call = Call("kda_backward", q, "q")
     B, T, H, K = call.dims("q", q, 4, _LAYOUT)
     cu_seqlens = call.index_tensor("cu_seqlens", cu_seqlens)
@@ -144,12 +152,14 @@ def recurrent_kda_backward(q, k, v, g, beta, A_log, dt_bias, initial_state, do, 
     call.set(req, "do", do)
     call.set(req, "dfinal_state", dfinal_state)
     call.set(req, "cu_seqlens", cu_seqlens)
-    if workspace is not None:
-        if not isinstance(workspace, RecurrentKDABackwardWorkspace):
-            raise InvalidArgumentError("argument 'workspace': expected a "
-                                       "RecurrentKDABackwardWorkspace, got "
-                                       f"{type(workspace).__name__}", operator="kda_backward")
-        call.set(req, "workspace", workspace._for_call(q, cu_seqlens, N))
+    if isinstance(workspace, RecurrentKDABackwardWorkspace):
+        workspace = workspace._for_call(q, cu_seqlens, N)
+    elif workspace is not None and not (_dtypes.is_torch_tensor(workspace)
+                                        or _dtypes.is_numpy(workspace)):
+        raise InvalidArgumentError("argument 'workspace': expected a "
+                                   "RecurrentKDABackwardWorkspace or a uint8 buffer, got "
+                                   f"{type(workspace).__name__}", operator="kda_backward")
+    call.set(req, "workspace", workspace)
     for field, name, x in zip(_GRAD_FIELDS, _GRAD_NAMES, grads):
         call.set(req, field, x, name=name, output=True)
     call.run("kda_backward", req)

@@ -24,6 +24,8 @@ from .cake_causal_conv1d_train import (cake_causal_conv1d_train_backward,
                                        cake_causal_conv1d_train_forward)
 from .cake_mhc_train import (cake_mhc_train_backward_finish, cake_mhc_train_backward_prepare,
                              cake_mhc_train_forward_finish, cake_mhc_train_forward_prepare)
+from ._workspace import shared_workspace
+from .client import get_client
 from .kda_backward import recurrent_kda_backward, recurrent_kda_forward
 
 _BF16 = torch.bfloat16
@@ -31,6 +33,12 @@ _BF16 = torch.bfloat16
 
 def _bf16(x: torch.Tensor) -> torch.Tensor:
     return x.to(_BF16).contiguous()
+
+
+def _workspace(operator: str, like: torch.Tensor, **dims):
+    """The modules bring their own workspace (one per thread, device and stream, shared by
+    every module) so that no shape depends on how large the daemon's own one was made."""
+    return shared_workspace(get_client(), operator, like, **dims)
 
 
 # -- mHC -------------------------------------------------------------------------------------
@@ -61,8 +69,10 @@ class _MhcPrepare(torch.autograd.Function):
         if tape.dY is None:
             raise RuntimeError("MHCBlock: the mHC stats were used outside the block's "
                                "forward_finish; backward_finish has no dY")
+        T, _, C = X.shape
         dX, dfn, dscale, dbase = cake_mhc_train_backward_finish(
             X, tape.dY, _bf16(dU), tape.B, fn, scale, base, stats, tape.grad_stats,
+            workspace=_workspace("mhc_backward_finish", X, tokens=T, channels=C),
             **tape.options)
         tape.dY = tape.B = tape.grad_stats = None
         return dX, dfn, dscale, dbase, None
@@ -141,8 +151,10 @@ class _Conv1d(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         x, weight, bias, cu_seqlens = ctx.saved_tensors
+        S, C = x.shape
         grads = cake_causal_conv1d_train_backward(
-            x, weight, cu_seqlens, _bf16(dy), bias=bias, silu_grad_preactivation=ctx.policy)
+            x, weight, cu_seqlens, _bf16(dy), bias=bias, silu_grad_preactivation=ctx.policy,
+            workspace=_workspace("conv1d_backward", x, tokens=S, channels=C))
         dbias = grads[2] if bias is not None else None
         return grads[0], grads[1], dbias, None, None
 
@@ -199,12 +211,19 @@ class ShortConvolution(nn.Module):
 
 # -- KDA -------------------------------------------------------------------------------------
 
+def _kda_dims(q: torch.Tensor, cu_seqlens) -> dict:
+    B, T, H = (int(s) for s in q.shape[:3])
+    docs = 0 if cu_seqlens is None else int(cu_seqlens.shape[0]) - 1
+    return dict(tokens=B * T, heads=H, batch=B, num_docs=docs)
+
+
 class _Kda(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cu_seqlens, scale,
                 lower_bound):
-        o, final_state = recurrent_kda_forward(q, k, v, g, beta, A_log, dt_bias, initial_state,
-                                               cu_seqlens, scale, lower_bound)
+        o, final_state = recurrent_kda_forward(
+            q, k, v, g, beta, A_log, dt_bias, initial_state, cu_seqlens, scale, lower_bound,
+            workspace=_workspace("kda_forward", q, **_kda_dims(q, cu_seqlens)))
         ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state, cu_seqlens)
         ctx.options = (scale, lower_bound)
         ctx.set_materialize_grads(False)
@@ -218,7 +237,7 @@ class _Kda(torch.autograd.Function):
         grads = recurrent_kda_backward(
             q, k, v, g, beta, A_log, dt_bias, initial_state, _bf16(do),
             None if dfinal_state is None else dfinal_state.float().contiguous(), cu_seqlens,
-            *ctx.options)
+            *ctx.options, workspace=_workspace("kda_backward", q, **_kda_dims(q, cu_seqlens)))
         dinit = grads[7] if initial_state is not None else None
         return (*grads[:7], dinit, None, None, None)
 
