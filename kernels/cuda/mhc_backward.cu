@@ -783,6 +783,8 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
   float* partials =
       reinterpret_cast<float*>(static_cast<char*>(p.workspace) + lay::BwdFinishRecordsBytes(p.T));
   const int64_t chunks = lay::BwdFinishChunks(p.T, p.C);
+  // The column kernel's tensor-copy coordinates are 32-bit.
+  if (p.T > 0x7fffffff) return InvalidArgument(std::string(name) + ": T too large");
 
   using TokTr = mhc_cuda::BwdTokenTraits;
   const int tok_warps = TokTr::Warps(p.sinkhorn_iters);  // a function of the options only
