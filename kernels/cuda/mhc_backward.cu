@@ -7,12 +7,17 @@
 //      already split into BF16 hi + lo, the tensor-core operand of kernel 2).
 //   2. MhcBwdColumnsTcKernel: CTAs own (token chunk, 64-channel column block of all streams);
 //      the warps keep split fn and the dfn partial of their 16 columns in registers while the
-//      chunk's tokens stream through a cp.async ring, run both 24-wide products on the tensor
-//      cores, write dX, and at the end their dfn partial to the workspace.
+//      chunk's tokens stream through a ring of shared-memory stages filled by tensor-map (TMA)
+//      copies, run both 24-wide products on the tensor cores, write dX, and at the end their dfn
+//      partial to the workspace.
 //   3. MhcBwdReduceKernel: sums the chunk partials of dfn, and the token records of dscale and
 //      dbase (those two in FP64), in a fixed order; adds them to the outputs under accumulate.
 // Nothing depends on the workspace's prior contents, the grids are functions of (T, C,
 // sinkhorn_iters) only, and there are no atomics, so the results are bitwise reproducible.
+#include <cuda.h>  // CUtensorMap and its enums (the encoder is reached through the runtime)
+
+#include <mutex>
+
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 #include "reference/mhc_layout.h"
@@ -288,18 +293,29 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 //   dfn   [48 x col]  = [dz_hi | dz_lo]^T (k = tokens) x X, rows j and 24 + j added at the end
 // X is BF16 already, so it needs no split. The MMA's FP32 accumulation truncates, so dfn takes a
 // fresh accumulator per stage (32 tokens) that is added to the running FP32 sum.
-// Kernel 1 stores dz already split ([hi | lo], floats [0, 24) of the record), so the cp.async
-// ring copies it straight into a per-stage tile dz_s[tok][hi | lo] that is both A operands:
-// dxmap's through ldmatrix (k = 48..71 re-reads the hi columns), dfn's dz^T through
-// ldmatrix.trans (the tile's columns are the rows of dz^T). A stage needs one block barrier.
+// Kernel 1 stores dz already split ([hi | lo], floats [0, 24) of the record), and the stage's
+// record tile (floats [0, 28) of 32 records: dz, then dsq) is both A operands: dxmap's through
+// ldmatrix (k = 48..71 re-reads the hi columns), dfn's dz^T through ldmatrix.trans.
 // A CTA owns kCh channels of all four streams (4 kCh columns of fn) and a token chunk; each warp
 // owns 16 columns (two n8 tiles) of one stream, so split fn (20 registers) and the dfn tiles fit
 // in 128 registers and 16 warps run per SM. dxmap's n8 tiles interleave channel pairs so that a
 // lane's accumulators are four adjacent channels: 8-byte shared reads and dX stores.
+// Stages are filled by the tensor-memory-access engine: one thread issues 11 tensor copies a
+// stage (X and dY one per stream, dU, records, stats) on a per-slot mbarrier, instead of every
+// thread issuing ~5.4 cp.async (about 170 instructions a thread a stage with their addresses).
+// X, dY and dU tiles are [stream][token][64 channels] with 128-byte rows in the 128-byte swizzle
+// (16-byte chunk c of row r at chunk c ^ (r % 8)), so 8 consecutive tokens of one channel chunk
+// fall in distinct banks; the record and stats tiles are 28-float rows, distinct banks for 8
+// consecutive tokens too. Tokens past T are zero-filled by the copy engine; tokens past the
+// chunk but before T are real records of the next chunk, so dfn masks their dz (kernel 2's only
+// cross-token sum).
 // At T = 16384, C = 4096 (ncu): FFMA version 1.07 ms; first MMA version (8 warps of 32 columns,
 // 254 registers, dz split in shared memory between two barriers a stage, 8-way bank conflicts
-// on the coefficient rows) 0.925 ms; this one 0.61 ms. Measured alternatives: 32-channel CTAs
-// (two per SM) 0.63 ms, 8 warps of 32 columns or a 4-stage ring no faster.
+// on the coefficient rows) 0.925 ms; cp.async ring 0.607 ms; tensor copies 0.590 ms, now bound
+// by shared-memory bandwidth (L1/TEX 82%: each stage is written once by the copies and read by
+// the ldmatrix and epilogue loads). Per-row bulk copies (384 of 16..128 bytes a stage, no
+// tensor map) took 3.1 ms: the copy engine handles small requests slowly. A 4-stage ring gave
+// 0.597 ms.
 template <int kChannels, int kStageCount>
 struct BwdColumnsTcTraits {
   static constexpr int kCh = kChannels;  // channels per stream per CTA
@@ -311,70 +327,76 @@ struct BwdColumnsTcTraits {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMinBlocks = 512 / kThreads;  // 128 registers a thread
   static constexpr int kTok = 32;  // tokens per stage: 2 m16 tiles (dxmap), 2 k16 steps (dfn)
-  static constexpr int kPieces = kCh / 8;    // 16-byte copies per token row of one stream
-  static constexpr int kXRow = 4 * kCh + 8;  // BF16; +16 B: ldmatrix rows hit distinct banks
-  // dY and dU rows are only read 8 bytes a lane (rows g x quads q): rows 8 words apart in banks.
-  static constexpr int kYRow = 4 * kCh + 16;   // BF16
-  static constexpr int kURow = kCh + 16;       // BF16
+  static constexpr int kRowBytes = kCh * 2;    // one (stream, token) row of X, dY, dU
   static constexpr int kKDx = 80;              // dxmap's k: [hi | lo | hi | pad] logits
-  static constexpr int kDzCols = 2 * kLogits;  // dz_s holds [hi | lo]
-  static constexpr int kDzRow = kDzCols + 8;   // BF16; 112 B: 8 rows in distinct bank quads
-  static constexpr int kDzChunks = kDzCols * 2 / 16;
-  // coef_s per token: [0, 4) record floats [24, 28) (dsq first); [4, 32) stats [24, 52).
-  // Rows of 36 floats: the 8 tokens a warp reads at once (rows g) fall in distinct banks.
-  static constexpr int kCoefFloats = 32;
-  static constexpr int kCoefRow = kCoefFloats + 4;
-  static constexpr int kCoefDsq = 0;
-  static constexpr int kCoefPre = 4 + 1;  // pre_a  = stats[25 + a]
-  static constexpr int kCoefR = 4 + 9;    // R[a][b] = stats[33 + 4a + b]
-  static constexpr int kCoefChunks = kCoefFloats * 4 / 16;
-  static constexpr int kRowChunks = kDzChunks + kCoefChunks;
-  // One stage: X, dY, dU, dz, coef tiles.
-  static constexpr int kXStage = kTok * kXRow * 2;
-  static constexpr int kOffDy = kXStage;
-  static constexpr int kOffU = kXStage + kTok * kYRow * 2;
-  static constexpr int kOffDz = kOffU + kTok * kURow * 2;
-  static constexpr int kOffCoef = kOffDz + kTok * kDzRow * 2;
-  static constexpr int kStageBytes = kOffCoef + kTok * kCoefRow * 4;
-  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static constexpr int kDzCols = 2 * kLogits;  // record tile rows start with [hi | lo]
+  // Record and stats tiles: floats [0, 28) of the record (dz, dsq at 24) and [24, 52) of stats.
+  static constexpr int kRecFloats = 28;
+  static constexpr int kRecDsq = lay::kRecDsq;  // 24
+  static constexpr int kStatsFrom = 24;
+  static constexpr int kCoefPre = 25 - kStatsFrom;  // pre_a  = stats[25 + a]
+  static constexpr int kCoefR = 33 - kStatsFrom;    // R[a][b] = stats[33 + 4a + b]
+  static constexpr int kXTile = 4 * kTok * kRowBytes;
+  static constexpr int kOffDy = kXTile;
+  static constexpr int kOffU = 2 * kXTile;
+  static constexpr int kOffRec = kOffU + kTok * kRowBytes;
+  static constexpr int kOffStats = kOffRec + kTok * kRecFloats * 4;
+  static constexpr int kStageTx = kOffStats + kTok * kRecFloats * 4;   // bytes a stage
+  static constexpr int kStageBytes = (kStageTx + 1023) / 1024 * 1024;  // swizzle atoms: 1 KiB
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;      // + base alignment
+  static_assert(kRowBytes == 128, "rows are one 128-byte swizzle span");
   static_assert(kCh % kWarpCols == 0 && kNTiles == 2, "two n8 tiles: one ldmatrix.x4, 8-byte rows");
-  static_assert((kYRow / 2) % 32 == 8 && ((kURow / 2) % 32 == 8 || (kURow / 2) % 32 == 24),
-                "8-byte reads of 4 rows x 4 quads hit distinct banks");
   static_assert(kMhcCAlign % kCh == 0, "column blocks tile every valid C");
-  static_assert(kXRow * 2 % 128 == 16 && kURow * 2 % 16 == 0 && kDzRow * 2 % 128 == 112,
-                "row strides");
-  static_assert(kOffU % 16 == 0 && kOffDz % 16 == 0 && kOffCoef % 16 == 0 && kStageBytes % 16 == 0,
-                "16-byte aligned regions");
+  static_assert(kXTile % 1024 == 0 && kOffU % 1024 == 0 && kOffRec % 128 == 0 &&
+                    kOffStats % 128 == 0,
+                "tensor-copy destinations: 1 KiB for the swizzled tiles, 128 B otherwise");
+  static_assert(kRecFloats * 4 % 16 == 0 && kRecFloats % 8 == 4,
+                "record rows: 16-byte multiple; 8 consecutive rows in distinct banks");
+  static_assert(kRecDsq == kLogits && lay::kRecDz == 0 && kRecDsq < kRecFloats,
+                "dz as BF16 hi[24] + lo[24] fills floats [0, 24), dsq follows");
+  static_assert(kStatsFrom % 4 == 0 && kCoefR + 16 <= kRecFloats, "stats tile covers pre and R");
+  static_assert(kStageTx < (1 << 20), "mbarrier transaction count");
   static_assert(kMinBlocks * kSmemBytes <= 227 * 1024, "kMinBlocks CTAs per SM");
-  static_assert(lay::kRecDsq % 4 == 0 && lay::kRecDsq + 4 <= lay::kRecDl, "dsq's 16 bytes");
-  static_assert(lay::kTokenRecordFloats == kMhcStatsWidth, "records and stats share a row stride");
-  static_assert(kTok * 4 * kPieces % kThreads == 0, "X and dY copies divide evenly");
-  static_assert(kTok * kPieces <= kThreads, "one dU copy a thread at most");
+};
+
+// Byte offset of channel ch (a multiple of 4) of row r in a 128-byte-swizzled tile.
+__device__ __forceinline__ uint32_t Swz128(int r, int ch) {
+  return static_cast<uint32_t>(r * 128 + ((((ch >> 3) ^ r) & 7) << 4) + ((ch & 7) << 1));
+}
+
+// Tensor copies global -> shared (sm_90), completion counted in bytes on `bar`.
+__device__ __forceinline__ void TmaLoad2D(uint32_t dst, const CUtensorMap* map, int x, int y,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void TmaLoad3D(uint32_t dst, const CUtensorMap* map, int x, int y, int z,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(bar)
+      : "memory");
+}
+
+// The five tensor maps of one call (kernel parameters: the copy engine reads them from there).
+struct BwdColumnsMaps {
+  CUtensorMap x, dy, du, rec, stats;
 };
 
 template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
-    MhcBwdColumnsTcKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dY,
-                          const uint16_t* __restrict__ dU, const float* __restrict__ fn,
-                          const float* __restrict__ stats, const float* __restrict__ records,
+    MhcBwdColumnsTcKernel(const __grid_constant__ BwdColumnsMaps maps, const float* __restrict__ fn,
                           uint16_t* __restrict__ dX, float* __restrict__ partials, int64_t T,
                           int64_t C, int64_t chunks) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  auto x_tile = [&](int slot) {
-    return reinterpret_cast<uint16_t(*)[Tr::kXRow]>(smem + slot * Tr::kStageBytes);
-  };
-  auto dy_tile = [&](int slot) {
-    return reinterpret_cast<uint16_t(*)[Tr::kYRow]>(smem + slot * Tr::kStageBytes + Tr::kOffDy);
-  };
-  auto du_tile = [&](int slot) {
-    return reinterpret_cast<uint16_t(*)[Tr::kURow]>(smem + slot * Tr::kStageBytes + Tr::kOffU);
-  };
-  auto dz_tile = [&](int slot) {
-    return reinterpret_cast<uint16_t(*)[Tr::kDzRow]>(smem + slot * Tr::kStageBytes + Tr::kOffDz);
-  };
-  auto coef_tile = [&](int slot) {
-    return reinterpret_cast<float(*)[Tr::kCoefRow]>(smem + slot * Tr::kStageBytes + Tr::kOffCoef);
-  };
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ uint64_t full_bar[Tr::kStages];  // stage landed, per slot
+  // The swizzle is a function of shared-memory address bits 7..9: tiles start on 1 KiB. All
+  // tile accesses use 32-bit shared addresses.
+  const uint32_t smem0 = (SmemAddr(smem_raw) + 1023u) & ~1023u;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
@@ -386,59 +408,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int64_t t_begin = T * chunk / chunks, t_end = T * (chunk + 1) / chunks;
   const int64_t n_stages = (t_end - t_begin + Tr::kTok - 1) / Tr::kTok;
 
-  // Tokens past the chunk are zero-filled in every tile (dz and X both, so the products are 0).
-  // A thread's copies are the same pieces of every stage: the offsets below depend on tid and
-  // constants only (32-bit), and each stage adds its token base once.
-  constexpr int kXCopies = Tr::kTok * 4 * Tr::kPieces / Tr::kThreads;
-  constexpr int kRowCopies = (Tr::kTok * Tr::kRowChunks + Tr::kThreads - 1) / Tr::kThreads;
+  // Thread 0's producer: the whole stage, one expect-tx arrival (boxes past T count in full).
   auto issue = [&](int64_t st) {
-    if (st < n_stages) {
-      const int slot = static_cast<int>(st % Tr::kStages);
-      const int64_t tb = t_begin + st * Tr::kTok;
-      const int64_t valid = t_end - tb;  // tokens of this stage inside the chunk
-      unsigned char* sb = smem + slot * Tr::kStageBytes;
-      const uint16_t* xg = X + tb * 4 * C + c0;
-      const uint16_t* yg = dY + tb * 4 * C + c0;
+    if (st >= n_stages) return;
+    const int slot = static_cast<int>(st % Tr::kStages);
+    const uint32_t sb = smem0 + slot * Tr::kStageBytes;
+    const uint32_t bar = SmemAddr(&full_bar[slot]);
+    const int tb = static_cast<int>(t_begin + st * Tr::kTok);
+    const int cx = static_cast<int>(c0);
+    MbarArriveExpectTx(&full_bar[slot], Tr::kStageTx);
 #pragma unroll
-      for (int i = 0; i < kXCopies; ++i) {
-        const int k = tid + i * Tr::kThreads;
-        const int tok = k / (4 * Tr::kPieces), s = (k / Tr::kPieces) % 4, piece = k % Tr::kPieces;
-        const bool ok = tok < valid;
-        const int off = ok ? (4 * tok + s) * static_cast<int>(C) + 8 * piece : 0;
-        CpAsync16Zfill(sb + 2 * (tok * Tr::kXRow + s * Tr::kCh + 8 * piece), xg + off, ok);
-        CpAsync16Zfill(sb + Tr::kOffDy + 2 * (tok * Tr::kYRow + s * Tr::kCh + 8 * piece), yg + off,
-                       ok);
-      }
-      if (tid < Tr::kTok * Tr::kPieces) {
-        const int tok = tid / Tr::kPieces, piece = tid % Tr::kPieces;
-        const bool ok = tok < valid;
-        const int off = ok ? tok * static_cast<int>(C) + 8 * piece : 0;
-        CpAsync16Zfill(sb + Tr::kOffU + 2 * (tok * Tr::kURow + 8 * piece), dU + tb * C + c0 + off,
-                       ok);
-      }
-#pragma unroll
-      for (int i = 0; i < kRowCopies; ++i) {
-        const int k = tid + i * Tr::kThreads;
-        if (k < Tr::kTok * Tr::kRowChunks) {
-          const int tok = k / Tr::kRowChunks, piece = k % Tr::kRowChunks;
-          const bool ok = tok < valid;
-          // Records and stats rows are both 64 floats.
-          const int64_t row = (tb + (ok ? tok : 0)) * kMhcStatsWidth;
-          const float* src;
-          int dst;
-          if (piece < Tr::kDzChunks) {
-            src = records + row + lay::kRecDz + 4 * piece;
-            dst = Tr::kOffDz + 2 * tok * Tr::kDzRow + 16 * piece;
-          } else {
-            const int p2 = piece - Tr::kDzChunks;
-            src = p2 == 0 ? records + row + lay::kRecDsq : stats + row + 20 + 4 * p2;
-            dst = Tr::kOffCoef + 4 * tok * Tr::kCoefRow + 16 * p2;
-          }
-          CpAsync16Zfill(sb + dst, src, ok);
-        }
-      }
+    for (int s = 0; s < 4; ++s) {
+      TmaLoad3D(sb + s * Tr::kTok * Tr::kRowBytes, &maps.x, cx, s, tb, bar);
+      TmaLoad3D(sb + Tr::kOffDy + s * Tr::kTok * Tr::kRowBytes, &maps.dy, cx, s, tb, bar);
     }
-    CpAsyncCommit();  // always, so every thread counts the same groups
+    TmaLoad2D(sb + Tr::kOffU, &maps.du, cx, tb, bar);
+    TmaLoad2D(sb + Tr::kOffRec, &maps.rec, 0, tb, bar);
+    TmaLoad2D(sb + Tr::kOffStats, &maps.stats, Tr::kStatsFrom, tb, bar);
   };
 
   // fn as the B operand of dxmap, split, for this warp's n8 tiles: rows k of
@@ -471,18 +457,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
   }
 
+  if (tid == 0) {
 #pragma unroll
-  for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
+    for (int s = 0; s < Tr::kStages; ++s) MbarInit(&full_bar[s], 1);
+    MbarInitFence();
+#pragma unroll
+    for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
+  }
+  __syncthreads();  // the barriers are initialized before anyone waits on them
   for (int64_t st = 0; st < n_stages; ++st) {
-    CpAsyncWait<Tr::kStages - 2>();
-    __syncthreads();  // stage st landed everywhere; the previous stage's readers are done
-    issue(st + Tr::kStages - 1);
     const int slot = static_cast<int>(st % Tr::kStages);
-    auto x_s = x_tile(slot);
-    auto dy_s = dy_tile(slot);
-    auto du_s = du_tile(slot);
-    auto dz_s = dz_tile(slot);
-    auto coef_s = coef_tile(slot);
+    MbarWait(&full_bar[slot], static_cast<uint32_t>((st / Tr::kStages) & 1));
+    __syncthreads();  // the previous stage's readers are done with the slot reused below
+    if (tid == 0) issue(st + Tr::kStages - 1);
+    const uint32_t sb = smem0 + slot * Tr::kStageBytes;
+    const uint32_t rec_s = sb + Tr::kOffRec;  // dz [hi | lo] BF16 then dsq, rows of 112 bytes
+    const uint32_t st_s = sb + Tr::kOffStats;
+    constexpr int kRecRow = 4 * Tr::kRecFloats;  // bytes
     const int64_t tb = t_begin + st * Tr::kTok;
     const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
 
@@ -500,18 +491,34 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
       for (int ks = 0; ks < Tr::kTok / 16; ++ks) {
         uint32_t xb[2 * Tr::kNTiles];  // B fragments of the n8 tiles
+        {
+          const int tok = 16 * ks + (lane & 7) + 8 * ((lane >> 3) & 1);
+          LdMatrixX4TransAddr(sb + Swz128(a * Tr::kTok + tok, wch + 8 * (lane >> 4)), xb);
+          if (nb < Tr::kTok) {  // tokens past the chunk read as zero, as past T
+                                // xb[i]: tokens 16 ks + 2q (+1), + 8 for odd i (matrices 1 and 3).
 #pragma unroll
-        for (int np = 0; np < Tr::kNTiles / 2; ++np) {
-          LdMatrixX4Trans(&x_s[16 * ks + (lane & 7) + 8 * ((lane >> 3) & 1)]
-                              [a * Tr::kCh + wch + 16 * np + 8 * (lane >> 4)],
-                          xb + 4 * np);
+            for (int i = 0; i < 2 * Tr::kNTiles; ++i) {
+              const int t = 16 * ks + 2 * q + 8 * (i & 1);
+              xb[i] = t >= nb ? 0u : (t + 1 >= nb ? xb[i] & 0xffffu : xb[i]);
+            }
+          }
         }
 #pragma unroll
         for (int mt = 0; mt < 3; ++mt) {
-          // A = dz^T: matrix i holds logits 16 mt + 8 (i & 1) .. + 8 of tokens 8 (i >> 1) .. + 8.
+          // A = dz^T: matrix i holds logits 16 mt + 8 (i & 1) .. + 8 of tokens 8 (i >> 1) .. + 8;
+          // this lane's halves are tokens 16 ks + 2q (+1) in af[0..1], + 8 in af[2..3].
           uint32_t af[4];
-          LdMatrixX4Trans(
-              &dz_s[16 * ks + (lane & 7) + 8 * (lane >> 4)][16 * mt + 8 * ((lane >> 3) & 1)], af);
+          LdMatrixX4TransAddr(rec_s + (16 * ks + (lane & 7) + 8 * (lane >> 4)) * kRecRow +
+                                  2 * (16 * mt + 8 * ((lane >> 3) & 1)),
+                              af);
+          if (nb < Tr::kTok) {  // the chunk's last stage: tokens past it must not count
+            const int t0 = 16 * ks + 2 * q;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int t = t0 + 8 * (i >> 1);
+              af[i] = t >= nb ? 0u : (t + 1 >= nb ? af[i] & 0xffffu : af[i]);
+            }
+          }
 #pragma unroll
           for (int nt = 0; nt < Tr::kNTiles; ++nt) {
             MmaBf16(fr[mt][nt], af[0], af[1], af[2], af[3], xb[2 * nt], xb[2 * nt + 1]);
@@ -542,7 +549,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         uint32_t af[4];
         // k = 16 ks.. of [hi | lo | hi | pad] is column 16 ks mod 48 of [hi | lo]; the pad (lo
         // 0..7 at k = 72..79) meets fn's zero rows.
-        LdMatrixX4(&dz_s[16 * mt + (lane & 15)][(16 * ks) % Tr::kDzCols + 8 * (lane >> 4)], af);
+        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow +
+                           2 * ((16 * ks) % Tr::kDzCols + 8 * (lane >> 4)),
+                       af);
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTiles; ++nt) {
           MmaBf16(d[nt], af[0], af[1], af[2], af[3], fb[ks][nt][0], fb[ks][nt][1]);
@@ -552,22 +561,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       for (int h = 0; h < 2; ++h) {
         const int tt = 16 * mt + g + 8 * h;
         if (tt < nb) {
-          const float* cf = coef_s[tt];
-          const float pre = cf[Tr::kCoefPre + a];
-          const float dsq2 = 2.0f * cf[Tr::kCoefDsq];
+          const uint32_t cf = st_s + tt * kRecRow;
+          const float pre = LdsF32(cf + 4 * (Tr::kCoefPre + a));
+          const float dsq2 = 2.0f * LdsF32(rec_s + tt * kRecRow + 4 * Tr::kRecDsq);
           float rab[4];
 #pragma unroll
-          for (int b = 0; b < 4; ++b) rab[b] = cf[Tr::kCoefR + 4 * a + b];
+          for (int b = 0; b < 4; ++b) rab[b] = LdsF32(cf + 4 * (Tr::kCoefR + 4 * a + b));
           // This lane's four channels; tile nt holds ch + 2 nt and ch + 2 nt + 1 (word nt).
           const int ch = wch + 4 * q;
-          const uint2 xv = *reinterpret_cast<const uint2*>(&x_s[tt][a * Tr::kCh + ch]);
-          const uint2 uv = *reinterpret_cast<const uint2*>(&du_s[tt][ch]);
+          const uint2 xv = LdsU2(sb + Swz128(a * Tr::kTok + tt, ch));
+          const uint2 uv = LdsU2(sb + Tr::kOffU + Swz128(tt, ch));
           // Per channel: pre dU, then the four R dY terms in order, then dxmap + 2 dsq x.
           float v[4] = {pre * Bf16Lo(uv.x), pre * Bf16Hi(uv.x), pre * Bf16Lo(uv.y),
                         pre * Bf16Hi(uv.y)};
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
-            const uint2 yv = *reinterpret_cast<const uint2*>(&dy_s[tt][b * Tr::kCh + ch]);
+            const uint2 yv = LdsU2(sb + Tr::kOffDy + Swz128(b * Tr::kTok + tt, ch));
             v[0] = fmaf(rab[b], Bf16Lo(yv.x), v[0]);
             v[1] = fmaf(rab[b], Bf16Hi(yv.x), v[1]);
             v[2] = fmaf(rab[b], Bf16Lo(yv.y), v[2]);
@@ -587,7 +596,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
     }
   }
-  CpAsyncWait<0>();  // no copy may still target shared memory when the CTA exits
   // Rows j (hi) and 24 + j (lo) of the dfn product: this lane holds j = g, g + 8, g + 16.
   float* part = partials + chunk * kLogits * K;
 #pragma unroll
@@ -671,6 +679,49 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   }
 }
 
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+Status GetEncodeTiled(EncodeTiledFn* fn, const char* name) {
+  static std::once_flag once;
+  static EncodeTiledFn cached = nullptr;
+  static cudaError_t err = cudaSuccess;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                           &q);
+    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
+      cached = reinterpret_cast<EncodeTiledFn>(p);
+    }
+  });
+  if (cached == nullptr) {
+    return Internal(std::string(name) +
+                    ": cuTensorMapEncodeTiled unavailable: " + cudaGetErrorString(err));
+  }
+  *fn = cached;
+  return OkStatus();
+}
+
+// A tiled map of `rank` dims (innermost first) with boxes of `box`; elements past the tensor
+// read as zero.
+Status EncodeMap(EncodeTiledFn encode, CUtensorMap* map, CUtensorMapDataType type, int rank,
+                 const void* base, const cuuint64_t* dims, const cuuint64_t* strides,
+                 const cuuint32_t* box, CUtensorMapSwizzle swizzle, const char* name) {
+  const cuuint32_t ones[3] = {1, 1, 1};
+  const CUresult r = encode(map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims,
+                            strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return Internal(std::string(name) + ": cuTensorMapEncodeTiled failed (" + std::to_string(r) +
+                    ")");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 }  // namespace mhc_cuda
 
@@ -732,6 +783,8 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
   float* partials =
       reinterpret_cast<float*>(static_cast<char*>(p.workspace) + lay::BwdFinishRecordsBytes(p.T));
   const int64_t chunks = lay::BwdFinishChunks(p.T, p.C);
+  // The column kernel's tensor-copy coordinates are 32-bit.
+  if (p.T > 0x7fffffff) return InvalidArgument(std::string(name) + ": T too large");
 
   using TokTr = mhc_cuda::BwdTokenTraits;
   const int tok_warps = TokTr::Warps(p.sinkhorn_iters);  // a function of the options only
@@ -743,6 +796,38 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
   using ColTr = mhc_cuda::BwdColumnsTcTraits<64, 3>;
+  mhc_cuda::EncodeTiledFn encode = nullptr;
+  MHC_RETURN_IF_ERROR(mhc_cuda::GetEncodeTiled(&encode, name));
+  mhc_cuda::BwdColumnsMaps maps;
+  {
+    const cuuint64_t T64 = static_cast<cuuint64_t>(p.T), C64 = static_cast<cuuint64_t>(p.C);
+    // X and dY as [T][4][C] (channel innermost), boxes of kCh channels x 1 stream x kTok tokens.
+    const cuuint64_t x_dims[3] = {C64, 4, T64};
+    const cuuint64_t x_strides[2] = {C64 * 2, 4 * C64 * 2};
+    const cuuint32_t x_box[3] = {ColTr::kCh, 1, ColTr::kTok};
+    const cuuint64_t u_dims[2] = {C64, T64};
+    const cuuint64_t u_strides[1] = {C64 * 2};
+    const cuuint32_t u_box[2] = {ColTr::kCh, ColTr::kTok};
+    // Records and stats as [T][64] floats, boxes of 28 floats x kTok tokens.
+    const cuuint64_t r_dims[2] = {kMhcStatsWidth, T64};
+    const cuuint64_t r_strides[1] = {kMhcStatsWidth * 4};
+    const cuuint32_t r_box[2] = {ColTr::kRecFloats, ColTr::kTok};
+    static_assert(lay::kTokenRecordFloats == kMhcStatsWidth, "records and stats rows match");
+    const auto bf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const auto f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    const auto swz = CU_TENSOR_MAP_SWIZZLE_128B;
+    const auto flat = CU_TENSOR_MAP_SWIZZLE_NONE;
+    MHC_RETURN_IF_ERROR(
+        mhc_cuda::EncodeMap(encode, &maps.x, bf16, 3, p.X, x_dims, x_strides, x_box, swz, name));
+    MHC_RETURN_IF_ERROR(
+        mhc_cuda::EncodeMap(encode, &maps.dy, bf16, 3, p.dY, x_dims, x_strides, x_box, swz, name));
+    MHC_RETURN_IF_ERROR(
+        mhc_cuda::EncodeMap(encode, &maps.du, bf16, 2, p.dU, u_dims, u_strides, u_box, swz, name));
+    MHC_RETURN_IF_ERROR(mhc_cuda::EncodeMap(encode, &maps.rec, f32, 2, records, r_dims, r_strides,
+                                            r_box, flat, name));
+    MHC_RETURN_IF_ERROR(mhc_cuda::EncodeMap(encode, &maps.stats, f32, 2, p.stats, r_dims, r_strides,
+                                            r_box, flat, name));
+  }
   auto* col_kernel = mhc_cuda::MhcBwdColumnsTcKernel<ColTr>;
   // Above the 48 KiB default; set on every call since the attribute is per device.
   MHC_RETURN_IF_ERROR(mhc_cuda::CudaStatus(
@@ -750,8 +835,8 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
                            ColTr::kSmemBytes),
       name));
   const dim3 col_grid(static_cast<unsigned>(p.C / ColTr::kCh), static_cast<unsigned>(chunks));
-  col_kernel<<<col_grid, ColTr::kThreads, ColTr::kSmemBytes, stream>>>(
-      p.X, p.dY, p.dU, p.fn, p.stats, records, p.dX, partials, p.T, p.C, chunks);
+  col_kernel<<<col_grid, ColTr::kThreads, ColTr::kSmemBytes, stream>>>(maps, p.fn, p.dX, partials,
+                                                                       p.T, p.C, chunks);
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
   using RedTr = mhc_cuda::BwdReduceTraits;
