@@ -18,6 +18,7 @@
 
 #include <atomic>
 
+#include "kda_chunked_backward.cuh"
 #include "kda_common.cuh"
 
 namespace cg = cooperative_groups;
@@ -422,6 +423,9 @@ Status AllowBackwardSmem(int bytes) {
 }  // namespace kda_cuda
 
 Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
+  // The chunked backward (kda_chunked_backward.cu) only on request until it has passed the
+  // device tests; this sequential backward stays the default.
+  if (kda_cuda::KdaChunkedBackwardEnabled()) return kda_cuda::KdaBackwardChunkedCuda(p, stream);
   using kda_cuda::BwdTraits;
   kda_cuda::FwdArgs f{};
   Status st = kda_cuda::MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
@@ -438,8 +442,11 @@ Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
     return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
   }
   const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
-  if (p.workspace == nullptr || p.workspace_bytes < layout.total) {
-    return ResourceExhausted("kda: backward workspace needs " + std::to_string(layout.total) +
+  // The contract is KdaBackwardWorkspaceBytes (the larger of this layout and the chunked one), so
+  // that a buffer accepted here also serves the chunked backward.
+  const int64_t need = KdaBackwardWorkspaceBytes(p.B, p.T, p.H, p.num_docs);
+  if (p.workspace == nullptr || p.workspace_bytes < need) {
+    return ResourceExhausted("kda: backward workspace needs " + std::to_string(need) +
                              " bytes, got " + std::to_string(p.workspace_bytes));
   }
   char* ws = static_cast<char*>(p.workspace);

@@ -642,6 +642,18 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 
   for (int64_t c = 0; c < chunks; ++c) {
     const int b = static_cast<int>(c % Tr::kStages);
+    // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
+    // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
+    if (a.checkpoints != nullptr) {
+      float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int col = 32 * mt + 8 * nt + 2 * tq;
+        *reinterpret_cast<float2*>(ck + srow * kDim + col) = make_float2(st[nt][0], st[nt][1]);
+        *reinterpret_cast<float2*>(ck + (srow + 8) * kDim + col) =
+            make_float2(st[nt][2], st[nt][3]);
+      }
+    }
     CpAsyncWait<kWaitTop>();  // group 1 of chunk c
     __syncthreads();
 
@@ -717,7 +729,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int row = mt * 16 + g + 8 * hh;
-          if (row < valid) {
+          if (a.o != nullptr && row < valid) {  // checkpoint mode writes no output
             const float x0 = a.s.scale * (o0[nt][2 * hh] + (o1[nt][2 * hh] + o2[nt][2 * hh]));
             const float x1 =
                 a.s.scale * (o0[nt][2 * hh + 1] + (o1[nt][2 * hh + 1] + o2[nt][2 * hh + 1]));

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "reference/kda_layout.h"
 #include "cakegrad/kernels/kda.h"
+#include "reference/kda_layout.h"
 
 namespace cakegrad::kernels::kda_cuda {
 
@@ -209,7 +209,8 @@ struct FwdArgs {
   const float* initial_state;  // nullable: zeros
   uint16_t* o;                 // forward mode
   float* final_state;          // forward mode, nullable
-  float* checkpoints;          // recompute mode: [slots, H, 128, 128]
+  float* checkpoints;          // recompute mode: [slots, H, 128, 128]; in the chunked forward,
+                               // non-null: chunk-start states at chunk slots (o may be null)
   float* residual;             // recompute mode: [total_tokens, H, 128]
 };
 

@@ -1,0 +1,756 @@
+// KDA backward, chunked (issue #5): the WY / UT form of kda_chunked_forward.cu differentiated per
+// chunk of 64 tokens, so that only T / 64 steps per (document, head) are sequential.
+//
+// Per chunk (notation of kda_chunked_forward.cu; dO unscaled, dS1 = gradient of the chunk-end
+// state, V x K; bench/kda_chunked_backward_study.py checks these equations against autograd of
+// the FP64 sequential forward to 3e-14):
+//   dU   = scale M^T dO + Kdec dS1^T                 dS0 = dS1 Gam_C + scale dO^T (Q Gam) - dU^T W
+//   d(Q Gam) = scale dO S0    dM = scale tril(dO U^T)    dW = -dU S0    dKdec = U dS1
+//   dKb  = Tinv^T dW          dVb = Tinv^T dU            dA = -strict_tril(dKb W^T + dVb Uv^T)
+// then dK, dQ, dbeta, dv and the log-gate gradient from A = diag(beta) P, M, Kb = beta K Gam,
+// Q Gam, Kdec, Vb = beta V and Gam_C, assembled in the study's "stable" form (M's diagonal applied
+// elementwise; Kdec's term as an exclusive forward cumsum; Gam_C's state term on every token).
+//
+// Four launches (plus the forward's two):
+// 1. The chunked forward's preparation and state pass in checkpoint mode: the chunk records and
+//    the FP32 chunk-start states S0 per chunk slot (the state pass in BF16x3 on mma.sync, as the
+//    forward; no output written).
+// 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16 state rows, head, document), walking
+//    the chunks backwards with its dS slice in shared memory (FP32); writes dS1 per chunk slot and
+//    dinitial_state. Separable over state rows, needs no S0, reads the record (split operands
+//    summed back to FP32: hi + lo is exact).
+// 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product in
+//    FP32 on CUDA cores (the study's "fp32" scheme: FP32 outputs x15 under SPEC's limits), the
+//    decayed pair terms with one exp(G_t - G_i) per element (<= 1: no overflow, no sub-chunk
+//    references needed). Writes dq dk dv dg dbeta (BF16, rounded once) and FP32 per-chunk
+//    partials of ddt_bias and dA_log (per key channel).
+// 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
+//    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
+// FIRST VERSION: correctness first. The study's tensor-core scheme (BF16x3 mma.sync for every
+// product but the four decayed ones, 3xTF32 for those) is not implemented yet; kernels 2 and 3
+// are plain FP32 CUDA-core loops (bench/results/kda_h200.md, "Chunked backward: first version").
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kda_chunked_backward.cuh"
+#include "kda_chunked_forward.cuh"
+#include "kda_common.cuh"
+
+namespace cakegrad::kernels {
+namespace kda_cuda {
+namespace {
+
+constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
+constexpr int kPartials = static_cast<int>(kda_layout::kBwdPartials);
+static_assert(kChunk == 64 && kDim == 128, "index arithmetic below assumes C = 64, K = V = 128");
+
+struct ChunkBwdArgs {
+  KdaShape s;
+  const uint16_t* q;
+  const uint16_t* k;
+  const uint16_t* v;
+  const uint16_t* g;
+  const uint16_t* beta;
+  const uint16_t* d_o;
+  const float* A_log;
+  const float* dt_bias;
+  const float* dfinal_state;  // nullable: zeros
+  const char* records;        // the forward's chunk records, kda_layout::kRecBytes each
+  const float* s0;            // [slots, H, 128, 128] chunk-start states (kernel 1)
+  float* ds1;                 // [slots, H, 128, 128] chunk-end state gradients (kernel 2)
+  float* partials;            // [slots, H, kBwdPartials] (kernel 3)
+  uint16_t* dq;
+  uint16_t* dk;
+  uint16_t* dv;
+  uint16_t* dg;
+  uint16_t* dbeta;
+  float* dinitial_state;
+};
+
+// One chunk record's operands (kda_layout.h); split ones are hi blocks followed by lo blocks.
+struct Rec {
+  const uint16_t* negw;  // -W [64][128]
+  const uint16_t* qg;    // Q Gam [64][128]
+  const uint16_t* kdt;   // Kdec^T [128][64]
+  const uint16_t* m;     // M [64][64] (zero above the diagonal)
+  const float* uv;       // Uv [64][128]
+  const float* gamc;     // Gam_C [128]
+};
+constexpr int kRowMatLo = kChunk * kDim;  // offset of the lo block of -W, Q Gam, Kdec^T
+constexpr int kMLo = kChunk * kChunk;     // offset of the lo block of M
+
+__device__ __forceinline__ Rec RecordAt(const char* records, int64_t slot, int64_t H, int64_t h) {
+  const char* r = records + (slot * H + h) * kda_layout::kRecBytes;
+  Rec x;
+  x.negw = reinterpret_cast<const uint16_t*>(r + kda_layout::kRecNegW);
+  x.qg = reinterpret_cast<const uint16_t*>(r + kda_layout::kRecQg);
+  x.kdt = reinterpret_cast<const uint16_t*>(r + kda_layout::kRecKdecT);
+  x.m = reinterpret_cast<const uint16_t*>(r + kda_layout::kRecM);
+  x.uv = reinterpret_cast<const float*>(r + kda_layout::kRecUv);
+  x.gamc = reinterpret_cast<const float*>(r + kda_layout::kRecGamC);
+  return x;
+}
+
+// hi + lo of a split operand: exact in FP32 (lo's exponent is >= 8 below hi's).
+__device__ __forceinline__ float Joined(const uint16_t* base, int idx, int lo_offset) {
+  return Bf16(base[idx]) + Bf16(base[idx + lo_offset]);
+}
+
+// Document n's first token, clamped as DocBounds clamps it (the forward's slot rule).
+__device__ __forceinline__ int64_t DocStart(const KdaShape& s, int64_t n) {
+  if (s.cu_seqlens == nullptr) return n * s.T;
+  const int64_t a = s.is_int64 ? static_cast<const int64_t*>(s.cu_seqlens)[n]
+                               : static_cast<const int32_t*>(s.cu_seqlens)[n];
+  return min(max(a, int64_t{0}), s.total_tokens);
+}
+
+// ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
+
+struct ChainTraits {
+  static constexpr int kRows = 16;  // state rows per CTA
+  static constexpr int kSlices = kDim / kRows;
+  static constexpr int kThreads = 256;
+  static constexpr int kDsStride = kDim + 1;  // dS rows read down a column: no bank conflicts
+  static constexpr int kColStride = kRows + 1;
+  static_assert(kChunk * kRows % kThreads == 0 && kRows * kDim % kThreads == 0, "whole items");
+};
+
+__global__ void __launch_bounds__(ChainTraits::kThreads)
+    KdaChunkDstateKernel(const __grid_constant__ ChunkBwdArgs a) {
+  using Tr = ChainTraits;
+  __shared__ float ds[Tr::kRows][Tr::kDsStride];  // dS slice: dS1 of the chunk being walked
+  __shared__ float dob[kChunk][Tr::kColStride];   // dO, this slice's columns, unscaled
+  __shared__ float du[kChunk][Tr::kColStride];    // dU, this slice's columns
+  __shared__ float gc[kDim];                      // Gam_C
+  const int v0 = blockIdx.x * Tr::kRows;
+  const int64_t h = blockIdx.y;
+  const int64_t n = blockIdx.z;
+  const int64_t H = a.s.H;
+  const int tid = threadIdx.x;
+  int64_t bos, eos;
+  DocBounds(a.s, n, &bos, &eos);
+  const int64_t chunks = (eos - bos + kChunk - 1) / kChunk;
+  const int64_t state_off = (n * H + h) * kDimSq + int64_t{v0} * kDim;
+
+  for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
+    const int r = e / kDim, k = e % kDim;
+    ds[r][k] = a.dfinal_state == nullptr ? 0.f : a.dfinal_state[state_off + r * kDim + k];
+  }
+  __syncthreads();
+
+  for (int64_t c = chunks - 1; c >= 0; --c) {
+    const int64_t slot = bos / kChunk + n + c;
+    const int64_t t0 = bos + c * kChunk;
+    const int len = static_cast<int>(min(int64_t{kChunk}, eos - t0));
+    const Rec rec = RecordAt(a.records, slot, H, h);
+    float* out = a.ds1 + (slot * H + h) * kDimSq + int64_t{v0} * kDim;
+    for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
+      out[e] = ds[e / kDim][e % kDim];
+    }
+    for (int e = tid; e < kChunk * Tr::kRows; e += Tr::kThreads) {
+      const int t = e / Tr::kRows, j = e % Tr::kRows;
+      dob[t][j] = t < len ? Bf16(a.d_o[((t0 + t) * H + h) * kDim + v0 + j]) : 0.f;
+    }
+    if (tid < kDim) gc[tid] = rec.gamc[tid];
+    __syncthreads();
+
+    // dU[t][j] = scale sum_{s >= t} M[s][t] dO[s][j] + sum_k Kdec[t][k] dS[j][k].
+#pragma unroll 1
+    for (int e = tid; e < kChunk * Tr::kRows; e += Tr::kThreads) {
+      const int t = e / Tr::kRows, j = e % Tr::kRows;
+      float a1 = 0.f, a2 = 0.f;
+      for (int s = t; s < kChunk; ++s)
+        a1 = fmaf(Joined(rec.m, s * kChunk + t, kMLo), dob[s][j], a1);
+#pragma unroll 4
+      for (int k = 0; k < kDim; ++k)
+        a2 = fmaf(Joined(rec.kdt, k * kChunk + t, kRowMatLo), ds[j][k], a2);
+      du[t][j] = fmaf(a.s.scale, a1, a2);
+    }
+    __syncthreads();
+
+    // dS0[j][k] = dS[j][k] Gam_C[k] + scale sum_t dO[t][j] QGam[t][k] + sum_t dU[t][j] (-W)[t][k].
+    constexpr int kPer = Tr::kRows * kDim / Tr::kThreads;
+    float nv[kPer];
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int e = tid + i * Tr::kThreads;
+      const int j = e / kDim, k = e % kDim;
+      float x = 0.f, y = 0.f;
+#pragma unroll 4
+      for (int t = 0; t < kChunk; ++t) {
+        x = fmaf(dob[t][j], Joined(rec.qg, t * kDim + k, kRowMatLo), x);
+        y = fmaf(du[t][j], Joined(rec.negw, t * kDim + k, kRowMatLo), y);
+      }
+      nv[i] = ds[j][k] * gc[k] + fmaf(a.s.scale, x, y);
+    }
+    __syncthreads();  // every thread has read dS, dO and dU of chunk c
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int e = tid + i * Tr::kThreads;
+      ds[e / kDim][e % kDim] = nv[i];
+    }
+    __syncthreads();
+  }
+  // dS0 of the first chunk (dfinal_state itself for an empty document).
+  for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
+    a.dinitial_state[state_off + e] = ds[e / kDim][e % kDim];
+  }
+}
+
+// ---- kernel 3: the per-chunk gradients ---------------------------------------------------------
+
+struct GradTraits {
+  static constexpr int kThreads = 512;
+  static constexpr int kWarps = kThreads / 32;
+  // Thread (tq, kc) owns column kc of tokens tq + 4 j, j < kPerThread: a warp shares its tokens
+  // (broadcast reads of the row operand) and reads 32 consecutive columns.
+  static constexpr int kTq = kThreads / kDim;
+  static constexpr int kPerThread = kChunk / kTq;
+  static_assert(kThreads % kDim == 0 && kChunk % kTq == 0 && kChunk % kWarps == 0, "mapping");
+  static_assert(kTq == 4 && kDim / 32 == 4, "4 warps per token group: 4 partial dot products");
+};
+
+struct GradSmem {
+  float G[kChunk][kDim];       // cumulative log-gates (bitwise as the forward's preparation)
+  uint16_t k[kChunk][kDim];    // raw keys (0 for padding): kh = k rk
+  uint16_t q[kChunk][kDim];    // raw queries
+  uint16_t d_o[kChunk][kDim];  // raw dO
+  union {
+    float u[kChunk][kDim];  // U
+    struct {
+      float p[kChunk][kChunk];   // P = A / beta (strictly lower)
+      float da[kChunk][kChunk];  // dA (strictly lower)
+    } pa;
+  } r1;
+  float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
+  float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
+  float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
+  float rk[kChunk], rq[kChunk], bt[kChunk];
+  float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
+  float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
+  float part[2][GradTraits::kTq][kDim];
+};
+static_assert(sizeof(GradSmem) + 1024 <= 227 * 1024, "one CTA per SM");
+
+__device__ __forceinline__ float KhAt(const GradSmem& sm, int t, int k) {
+  return Bf16(sm.k[t][k]) * sm.rk[t];
+}
+__device__ __forceinline__ float QhAt(const GradSmem& sm, int t, int k) {
+  return Bf16(sm.q[t][k]) * sm.rq[t];
+}
+
+__global__ void __launch_bounds__(GradTraits::kThreads, 1)
+    KdaChunkGradKernel(const __grid_constant__ ChunkBwdArgs a) {
+  using Tr = GradTraits;
+  constexpr int kJ = Tr::kPerThread;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  GradSmem& sm = *reinterpret_cast<GradSmem*>(smem_raw);
+  const int64_t slot = blockIdx.x;
+  const int64_t h = blockIdx.y;
+  const int64_t H = a.s.H;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int kc = tid % kDim, tq = tid / kDim;
+  float* part_out = a.partials + (slot * H + h) * kPartials;
+
+  // The slot's document: the last one whose first slot is <= slot (the forward's rule).
+  bool gap = a.s.N == 0;
+  int64_t bos = 0, eos = 0, chunk = 0;
+  if (!gap) {
+    int64_t lo = 0, hi = a.s.N - 1;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (DocStart(a.s, mid) / kChunk + mid <= slot) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    DocBounds(a.s, lo, &bos, &eos);
+    chunk = slot - (bos / kChunk + lo);
+    gap = chunk < 0 || chunk * kChunk >= eos - bos;
+  }
+  if (gap) {  // the reduce sums every slot: a gap contributes zeros
+    for (int e = tid; e < kPartials; e += Tr::kThreads) part_out[e] = 0.f;
+    return;
+  }
+  const int64_t t0 = bos + chunk * kChunk;
+  const int len = static_cast<int>(min(int64_t{kChunk}, eos - t0));
+  const Rec rec = RecordAt(a.records, slot, H, h);
+  const float* s0 = a.s0 + (slot * H + h) * kDimSq;
+  const float* ds1 = a.ds1 + (slot * H + h) * kDimSq;
+  const float exp_a = expf(a.A_log[h]);
+  const float scale = a.s.scale;
+
+  // Per token (warp per token, lane owns k = 4 lane .. 4 lane + 3): exactly the forward
+  // preparation's norms, beta and log-gates, so G matches its record bit for bit.
+  {
+    const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
+    const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
+#pragma unroll 1
+    for (int t = warp; t < kChunk; t += Tr::kWarps) {
+      float gl[4] = {0.f, 0.f, 0.f, 0.f};
+      uint2 kraw = make_uint2(0u, 0u), qraw = make_uint2(0u, 0u), oraw = make_uint2(0u, 0u);
+      if (t < len) {
+        const RawToken r = LoadToken(a.q, a.k, a.g, a.beta, t0 + t, H, h);
+        kraw = r.k;
+        qraw = r.q;
+        oraw = *reinterpret_cast<const uint2*>(a.d_o + ((t0 + t) * H + h) * kDim + 4 * lane);
+        const float qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
+                             Bf16(r.q.y >> 16)};
+        const float kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
+                             Bf16(r.k.y >> 16)};
+        const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
+                             Bf16(r.g.y >> 16)};
+        float sq = 0.f, sk = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          sq = fmaf(qf[j], qf[j], sq);
+          sk = fmaf(kf[j], kf[j], sk);
+          gl[j] = a.s.lower_bound * SigmoidF(exp_a * (gf[j] + db[j]));
+        }
+        sq = WarpSum(sq);
+        sk = WarpSum(sk);
+        if (lane == 0) {
+          sm.rq[t] = 1.0f / sqrtf(sq + 1e-6f);
+          sm.rk[t] = 1.0f / sqrtf(sk + 1e-6f);
+          sm.bt[t] = SigmoidF(r.beta);
+        }
+      } else if (lane == 0) {
+        sm.rq[t] = 0.f;
+        sm.rk[t] = 0.f;
+        sm.bt[t] = 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sm.G[t][4 * lane + j] = gl[j];
+      *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
+      *reinterpret_cast<uint2*>(&sm.q[t][4 * lane]) = qraw;
+      *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
+    }
+  }
+  // Record operands to FP32 shared memory: -W, M, Kdec^T (in bufu's space, [128][64]).
+  for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
+    (&sm.bufw[0][0])[e] = Joined(rec.negw, e, kRowMatLo);
+    (&sm.bufu[0][0])[e] = Joined(rec.kdt, e, kRowMatLo);
+  }
+  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
+    (&sm.dm[0][0])[e] = Joined(rec.m, e, kMLo);
+  }
+  __syncthreads();
+  if (tid < kDim) {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int t = 0; t < kChunk; ++t) {
+      acc += sm.G[t][tid];
+      sm.G[t][tid] = acc;
+    }
+  }
+  const float* kdt = &sm.bufu[0][0];  // Kdec^T [k][t] while staged
+
+  // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
+  // sum_k Kdec[t][k] dS1[v][k] (column v = kc).
+  float du_keep[kJ];
+  {
+    float acc[kJ], a1[kJ], a2[kJ];
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      acc[j] = rec.uv[(tq + 4 * j) * kDim + kc];
+      a1[j] = 0.f;
+      a2[j] = 0.f;
+    }
+#pragma unroll 2
+    for (int k = 0; k < kDim; ++k) {
+      const float sv = s0[kc * kDim + k];
+      const float dsv = ds1[kc * kDim + k];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        acc[j] = fmaf(sm.bufw[tq + 4 * j][k], sv, acc[j]);
+        a2[j] = fmaf(kdt[k * kChunk + tq + 4 * j], dsv, a2[j]);
+      }
+    }
+#pragma unroll 2
+    for (int s = 0; s < kChunk; ++s) {
+      const float d = Bf16(sm.d_o[s][kc]);
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) a1[j] = fmaf(sm.dm[s][tq + 4 * j], d, a1[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      sm.r1.u[tq + 4 * j][kc] = acc[j];
+      du_keep[j] = fmaf(scale, a1[j], a2[j]);
+    }
+  }
+  __syncthreads();  // -W, M and Kdec^T are consumed; U and the cumulative gates are complete
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) sm.bufu[tq + 4 * j][kc] = du_keep[j];
+  if (tid < kDim) {
+    float acc = 0.f;
+    for (int v = 0; v < kDim; ++v) acc = fmaf(ds1[v * kDim + tid], s0[v * kDim + tid], acc);
+    sm.z[tid] = expf(sm.G[kChunk - 1][tid]) * acc;
+  }
+  __syncthreads();
+
+  // Per-token accumulators of thread (tq, kc): dqh, dkh, the log-gate terms X (reverse cumsum)
+  // and Y = Kdec dKdec (exclusive forward cumsum).
+  float dqh[kJ], dkh[kJ], X[kJ], Y[kJ];
+  {
+    // d(Q Gam) = scale dO S0 and dW = -dU S0 (column k = kc).
+    float a1[kJ], a2[kJ];
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) a1[j] = a2[j] = 0.f;
+#pragma unroll 2
+    for (int v = 0; v < kDim; ++v) {
+      const float sv = s0[v * kDim + kc];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        a1[j] = fmaf(Bf16(sm.d_o[tq + 4 * j][v]), sv, a1[j]);
+        a2[j] = fmaf(sm.bufu[tq + 4 * j][v], sv, a2[j]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      const float gam = expf(sm.G[t][kc]);
+      const float dqg = scale * a1[j];
+      dqh[j] = gam * dqg;
+      X[j] = (QhAt(sm, t, kc) * gam) * dqg;  // Q Gam d(Q Gam): a factor exp(G)
+      sm.bufw[t][kc] = -a2[j];               // dW (-W is dead)
+    }
+  }
+  {
+    // dKdec = U dS1 (column k = kc); Kdec = kh Gam_C / Gam.
+    float a1[kJ];
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) a1[j] = 0.f;
+#pragma unroll 2
+    for (int v = 0; v < kDim; ++v) {
+      const float dsv = ds1[v * kDim + kc];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) a1[j] = fmaf(sm.r1.u[tq + 4 * j][v], dsv, a1[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      const float dec = expf(sm.G[kChunk - 1][kc] - sm.G[t][kc]);
+      dkh[j] = dec * a1[j];
+      Y[j] = (KhAt(sm, t, kc) * dec) * a1[j];
+    }
+  }
+  __syncthreads();  // dW complete; M (in dm) is consumed
+
+  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t; the column index rotates with s so the
+  // 32 lanes (consecutive s) hit 32 banks. Fixed order per element: deterministic.
+#pragma unroll 1
+  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
+    const int t = e / kChunk, s = e % kChunk;
+    float acc = 0.f;
+    if (s <= t) {
+      for (int vv = 0; vv < kDim; ++vv) {
+        const int v = (vv + s) & (kDim - 1);
+        acc = fmaf(Bf16(sm.d_o[t][v]), sm.r1.u[s][v], acc);
+      }
+    }
+    sm.dm[t][s] = scale * acc;
+  }
+  __syncthreads();  // U is dead: its space takes P and dA
+
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t.
+#pragma unroll 1
+  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
+    const int t = e / kChunk, i = e % kChunk;
+    float acc = 0.f;
+    if (i < t) {
+      for (int kk = 0; kk < kDim; ++kk) {
+        const int k = (kk + i) & (kDim - 1);
+        acc = fmaf(Bf16(sm.k[t][k]) * Bf16(sm.k[i][k]), expf(sm.G[t][k] - sm.G[i][k]), acc);
+      }
+      acc *= sm.rk[t] * sm.rk[i];
+    }
+    sm.r1.pa.p[t][i] = acc;
+  }
+  __syncthreads();
+
+  // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, one column per thread,
+  // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up.
+  if (tid < 2 * kDim) {
+    float* y = tid < kDim ? &sm.bufw[0][tid] : &sm.bufu[0][tid - kDim];
+#pragma unroll 1
+    for (int t = kChunk - 1; t >= 0; --t) {
+      float x = y[t * kDim];
+      for (int s = t + 1; s < kChunk; ++s) x = fmaf(-(sm.bt[s] * sm.r1.pa.p[s][t]), y[s * kDim], x);
+      y[t * kDim] = x;
+    }
+  }
+  __syncthreads();
+
+  // dA[t][i] = sum_k dKb[t][k] (-W)[i][k] - sum_v dVb[t][v] Uv[i][v], i < t.
+#pragma unroll 1
+  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
+    const int t = e / kChunk, i = e % kChunk;
+    float x = 0.f, y = 0.f;
+    if (i < t) {
+      for (int kk = 0; kk < kDim; ++kk) {
+        const int k = (kk + i) & (kDim - 1);
+        x = fmaf(sm.bufw[t][k], Joined(rec.negw, i * kDim + k, kRowMatLo), x);
+        y = fmaf(sm.bufu[t][k], rec.uv[i * kDim + k], y);
+      }
+    }
+    sm.r1.pa.da[t][i] = x - y;
+  }
+  __syncthreads();
+
+  // Per token from dKb, dVb: dkh += beta Gam dKb, X += Kb dKb (a factor exp(G)), dv = beta dVb.
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int t = tq + 4 * j;
+    const float gam = expf(sm.G[t][kc]);
+    const float dkb = sm.bufw[t][kc];
+    dkh[j] = fmaf(sm.bt[t] * gam, dkb, dkh[j]);
+    X[j] = fmaf(sm.bt[t] * (KhAt(sm, t, kc) * gam), dkb, X[j]);
+    if (t < len) a.dv[((t0 + t) * H + h) * kDim + kc] = ToBf16(sm.bt[t] * sm.bufu[t][kc]);
+  }
+  // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token.
+#pragma unroll 1
+  for (int t = warp; t < len; t += Tr::kWarps) {
+    const int64_t base = ((t0 + t) * H + h) * kDim;
+    float s = 0.f;
+    for (int c = lane; c < kDim; c += 32) {
+      s = fmaf(sm.bufu[t][c], Bf16(a.v[base + c]), s);
+      s = fmaf(sm.bufw[t][c], KhAt(sm, t, c) * expf(sm.G[t][c]), s);
+    }
+    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.r1.pa.p[t][i], s);
+    s = WarpSum(s);
+    if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
+  }
+
+  // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise.
+  // Row side (i < t): rowA = sum dA[t][i] kh_i e, rowM = sum dM[t][i] kh_i e; column side (s > t):
+  // colA = sum beta_s dA[s][t] kh_s e, colM = sum dM[s][t] qh_s e; e = exp(G_later - G_earlier).
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int t = tq + 4 * j;
+    const float gt = sm.G[t][kc];
+    const float kht = KhAt(sm, t, kc), qht = QhAt(sm, t, kc), btt = sm.bt[t];
+    float rowA = 0.f, rowM = 0.f, colA = 0.f, colM = 0.f;
+    for (int i = 0; i < t; ++i) {
+      const float f = KhAt(sm, i, kc) * expf(gt - sm.G[i][kc]);
+      rowA = fmaf(sm.r1.pa.da[t][i], f, rowA);
+      rowM = fmaf(sm.dm[t][i], f, rowM);
+    }
+    for (int s = t + 1; s < kChunk; ++s) {
+      const float e = expf(sm.G[s][kc] - gt);
+      colA = fmaf(sm.bt[s] * sm.r1.pa.da[s][t], KhAt(sm, s, kc) * e, colA);
+      colM = fmaf(sm.dm[s][t], QhAt(sm, s, kc) * e, colM);
+    }
+    const float dmd = sm.dm[t][t];
+    dkh[j] += btt * rowA + (colA + colM) + dmd * qht;
+    dqh[j] += rowM + dmd * kht;
+    X[j] += kht * (btt * rowA) + qht * rowM - kht * (colA + colM);
+  }
+  __syncthreads();  // dKb, dVb are dead: their space takes X and Y
+
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    sm.bufw[tq + 4 * j][kc] = X[j];
+    sm.bufu[tq + 4 * j][kc] = Y[j];
+  }
+  __syncthreads();
+  // dgl_t = sum_{s >= t} X_s + sum_{s < t} Y_s + z, per column, in a fixed order.
+  if (tid < kDim) {
+    float ex = 0.f;
+    for (int t = 0; t < kChunk; ++t) {
+      const float y = sm.bufu[t][tid];
+      sm.bufu[t][tid] = ex;
+      ex += y;
+    }
+    float rev = 0.f;
+    for (int t = kChunk - 1; t >= 0; --t) {
+      rev += sm.bufw[t][tid];
+      sm.bufw[t][tid] = (rev + sm.bufu[t][tid]) + sm.z[tid];
+    }
+  }
+  // qh . dqh and kh . dkh per token: warp sums over its 32 columns, 4 warps per token group.
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int t = tq + 4 * j;
+    const float pq = WarpSum(QhAt(sm, t, kc) * dqh[j]);
+    const float pk = WarpSum(KhAt(sm, t, kc) * dkh[j]);
+    if (lane == 0) {
+      sm.red[0][warp & 3][t] = pq;
+      sm.red[1][warp & 3][t] = pk;
+    }
+  }
+  __syncthreads();
+
+  float pdt = 0.f, pal = 0.f;
+  const float dtb = a.dt_bias[h * kDim + kc];
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int t = tq + 4 * j;
+    if (t < len) {
+      const int64_t base = ((t0 + t) * H + h) * kDim + kc;
+      const float sq = ((sm.red[0][0][t] + sm.red[0][1][t]) + sm.red[0][2][t]) + sm.red[0][3][t];
+      const float sk = ((sm.red[1][0][t] + sm.red[1][1][t]) + sm.red[1][2][t]) + sm.red[1][3][t];
+      a.dq[base] = ToBf16(sm.rq[t] * (dqh[j] - QhAt(sm, t, kc) * sq));
+      a.dk[base] = ToBf16(sm.rk[t] * (dkh[j] - KhAt(sm, t, kc) * sk));
+      const float x = exp_a * (Bf16(a.g[base]) + dtb);
+      const float sg = SigmoidF(x);
+      const float dx = sm.bufw[t][kc] * a.s.lower_bound * sg * (1.f - sg);
+      a.dg[base] = ToBf16(exp_a * dx);
+      pdt = fmaf(exp_a, dx, pdt);
+      pal = fmaf(x, dx, pal);
+    }
+  }
+  sm.part[0][tq][kc] = pdt;
+  sm.part[1][tq][kc] = pal;
+  __syncthreads();
+  if (tid < kPartials) {
+    const int w = tid / kDim, k = tid % kDim;
+    part_out[tid] = ((sm.part[w][0][k] + sm.part[w][1][k]) + sm.part[w][2][k]) + sm.part[w][3][k];
+  }
+}
+
+// ---- kernel 4: the parameter reduce ------------------------------------------------------------
+
+// ddt_bias[h][k] = sum over slots of the ddt_bias partials; dA_log[h] = sum over channels of the
+// per-channel sums: FP64, fixed order, one CTA per head.
+__global__ void __launch_bounds__(kDim)
+    KdaChunkParamReduceKernel(const float* __restrict__ partials, int64_t slots, int64_t H,
+                              float* __restrict__ dA_log, float* __restrict__ ddt_bias) {
+  __shared__ double al[kDim];
+  const int64_t h = blockIdx.x;
+  const int k = threadIdx.x;
+  double sdt = 0.0, sal = 0.0;
+  for (int64_t s = 0; s < slots; ++s) {
+    const float* p = partials + (s * H + h) * kPartials;
+    sdt += static_cast<double>(p[k]);
+    sal += static_cast<double>(p[kDim + k]);
+  }
+  ddt_bias[h * kDim + k] = static_cast<float>(sdt);
+  al[k] = sal;
+  __syncthreads();
+  if (k == 0) {
+    double total = 0.0;
+    for (int i = 0; i < kDim; ++i) total += al[i];
+    dA_log[h] = static_cast<float>(total);
+  }
+}
+
+// Raises the per-chunk kernel's dynamic shared-memory limit once per device (so that calls
+// captured into a CUDA graph after an eager warm-up issue no attribute calls).
+Status AllowGradSmem(int bytes) {
+  static std::atomic<uint64_t> done{0};
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
+  }
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return OkStatus();
+  err =
+      cudaFuncSetAttribute(KdaChunkGradKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaFuncSetAttribute (chunked backward): ") +
+                    cudaGetErrorString(err));
+  }
+  done.fetch_or(bit, std::memory_order_acq_rel);
+  return OkStatus();
+}
+
+}  // namespace
+
+bool KdaChunkedBackwardEnabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("CAKEGRAD_KDA_CHUNKED_BWD");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  return enabled;
+}
+
+Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
+  FwdArgs f{};
+  Status st = MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
+                        p.lower_bound, p.device_status, &f.s);
+  if (!st.ok()) return st;
+  const int64_t tokens = f.s.total_tokens;
+  if (tokens > 0 && (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.g == nullptr ||
+                     p.beta == nullptr || p.d_o == nullptr || p.dq == nullptr || p.dk == nullptr ||
+                     p.dv == nullptr || p.dg == nullptr || p.dbeta == nullptr)) {
+    return InvalidArgument("kda: q, k, v, g, beta, d_o and dq, dk, dv, dg, dbeta are required");
+  }
+  if (p.A_log == nullptr || p.dt_bias == nullptr || p.dA_log == nullptr || p.ddt_bias == nullptr ||
+      p.dinitial_state == nullptr) {
+    return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
+  }
+  const kda_layout::ChunkBwdLayout layout =
+      kda_layout::MakeChunkBwdLayout(p.B, p.T, p.H, p.num_docs);
+  const int64_t need = KdaBackwardWorkspaceBytes(p.B, p.T, p.H, p.num_docs);  // >= layout.total
+  if (p.workspace == nullptr || p.workspace_bytes < need) {
+    return ResourceExhausted("kda: backward workspace needs " + std::to_string(need) +
+                             " bytes, got " + std::to_string(p.workspace_bytes));
+  }
+  const int64_t slots = kda_layout::ChunkSlots(tokens, f.s.N);
+  if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
+  char* ws = static_cast<char*>(p.workspace);
+  ChunkBwdArgs b{};
+  b.s = f.s;
+  b.q = p.q;
+  b.k = p.k;
+  b.v = p.v;
+  b.g = p.g;
+  b.beta = p.beta;
+  b.d_o = p.d_o;
+  b.A_log = p.A_log;
+  b.dt_bias = p.dt_bias;
+  b.dfinal_state = p.dfinal_state;
+  b.records = ws + layout.records;
+  b.s0 = reinterpret_cast<const float*>(ws + layout.s0);
+  b.ds1 = reinterpret_cast<float*>(ws + layout.ds1);
+  b.partials = reinterpret_cast<float*>(ws + layout.partials);
+  b.dq = p.dq;
+  b.dk = p.dk;
+  b.dv = p.dv;
+  b.dg = p.dg;
+  b.dbeta = p.dbeta;
+  b.dinitial_state = p.dinitial_state;
+
+  if (f.s.N > 0) {
+    // 1. Records and chunk-start states: the chunked forward in checkpoint mode (no o).
+    f.q = p.q;
+    f.k = p.k;
+    f.v = p.v;
+    f.g = p.g;
+    f.beta = p.beta;
+    f.A_log = p.A_log;
+    f.dt_bias = p.dt_bias;
+    f.initial_state = p.initial_state;
+    f.o = nullptr;
+    f.final_state = nullptr;
+    f.checkpoints = reinterpret_cast<float*>(ws + layout.s0);
+    f.residual = nullptr;
+    Status fwd = LaunchChunkedForward(f, ws + layout.records, layout.s0 - layout.records, stream);
+    if (!fwd.ok()) return fwd;
+    // 2. The reverse chain.
+    const dim3 chain_grid(ChainTraits::kSlices, static_cast<unsigned>(f.s.H),
+                          static_cast<unsigned>(f.s.N));
+    KdaChunkDstateKernel<<<chain_grid, ChainTraits::kThreads, 0, stream>>>(b);
+    Status launched = CheckLaunch("the chunked backward's reverse chain");
+    if (!launched.ok()) return launched;
+    // 3. Every chunk's gradients and partials (gap slots write zero partials).
+    constexpr int kSmem = static_cast<int>(sizeof(GradSmem));
+    Status attr = AllowGradSmem(kSmem);
+    if (!attr.ok()) return attr;
+    const dim3 grad_grid(static_cast<unsigned>(slots), static_cast<unsigned>(f.s.H));
+    KdaChunkGradKernel<<<grad_grid, GradTraits::kThreads, kSmem, stream>>>(b);
+    Status grad = CheckLaunch("the chunked backward's per-chunk pass");
+    if (!grad.ok()) return grad;
+  }
+  // 4. dA_log and ddt_bias (zeros without documents).
+  KdaChunkParamReduceKernel<<<static_cast<unsigned>(f.s.H), kDim, 0, stream>>>(
+      b.partials, f.s.N > 0 ? slots : 0, f.s.H, p.dA_log, p.ddt_bias);
+  return CheckLaunch("the chunked backward's parameter reduce");
+}
+
+}  // namespace kda_cuda
+}  // namespace cakegrad::kernels

@@ -1,0 +1,19 @@
+// The chunked KDA backward (kda_chunked_backward.cu). KdaBackwardCuda routes to it when the
+// environment variable CAKEGRAD_KDA_CHUNKED_BWD is 1 (read once per process); the tests call it
+// directly.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cakegrad/kernels/kda.h"
+
+namespace cakegrad::kernels::kda_cuda {
+
+// Same contract as KdaBackwardCuda (kda.h): every gradient of SPEC section 3, bitwise
+// deterministic, graph-capturable, workspace >= KdaBackwardWorkspaceBytes.
+Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream);
+
+// True when CAKEGRAD_KDA_CHUNKED_BWD=1 was set when first asked (cached for the process).
+bool KdaChunkedBackwardEnabled();
+
+}  // namespace cakegrad::kernels::kda_cuda
