@@ -21,6 +21,8 @@
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 4 or 8 CTAs share a (document, head).
+// In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
+// stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
 // gate 0), which leave the state unchanged. No atomics on outputs: bitwise reproducible.
 #include <cuda_bf16.h>
@@ -535,7 +537,9 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
 // ---- kernel 2: the state pass over chunks ------------------------------------------------------
 
-template <int kRows>
+// kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
+// chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
+template <int kRows, bool kCheckpoint>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws) {
   using Tr = StateTraits<kRows>;
@@ -644,7 +648,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     const int b = static_cast<int>(c % Tr::kStages);
     // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
     // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
-    if (a.checkpoints != nullptr) {
+    if constexpr (kCheckpoint) {
       float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
@@ -729,7 +733,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int row = mt * 16 + g + 8 * hh;
-          if (a.o != nullptr && row < valid) {  // checkpoint mode writes no output
+          if (!kCheckpoint && row < valid) {
             const float x0 = a.s.scale * (o0[nt][2 * hh] + (o1[nt][2 * hh] + o2[nt][2 * hh]));
             const float x1 =
                 a.s.scale * (o0[nt][2 * hh + 1] + (o1[nt][2 * hh + 1] + o2[nt][2 * hh + 1]));
@@ -810,16 +814,23 @@ Status AllowSmem(Kernel kernel, int bytes, std::atomic<uint64_t>* done, const ch
   return OkStatus();
 }
 
-template <int kRows>
-Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+template <int kRows, bool kCheckpoint>
+Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
   using Tr = StateTraits<kRows>;
   static std::atomic<uint64_t> done{0};
   constexpr int kSmem = static_cast<int>(sizeof(StateSmem<kRows>));
-  Status st = AllowSmem(KdaChunkStateKernel<kRows>, kSmem, &done, "the chunk state pass");
+  Status st =
+      AllowSmem(KdaChunkStateKernel<kRows, kCheckpoint>, kSmem, &done, "the chunk state pass");
   if (!st.ok()) return st;
   const dim3 grid(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
-  KdaChunkStateKernel<kRows><<<grid, Tr::kThreads, kSmem, stream>>>(a, ws);
+  KdaChunkStateKernel<kRows, kCheckpoint><<<grid, Tr::kThreads, kSmem, stream>>>(a, ws);
   return CheckLaunch("the chunk state pass");
+}
+
+template <int kRows>
+Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+  return a.checkpoints != nullptr ? LaunchStateAs<kRows, true>(a, ws, stream)
+                                  : LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
 }  // namespace
