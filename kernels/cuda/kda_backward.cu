@@ -401,24 +401,6 @@ __global__ void __launch_bounds__(kDim)
   }
 }
 
-// Raises the backward kernel's dynamic shared-memory limit once per device, so that calls made
-// during CUDA-graph capture (after an eager warm-up) issue no attribute calls.
-Status AllowBackwardSmem(int bytes) {
-  static std::atomic<uint64_t> done_devices{0};
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess)
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done_devices.load(std::memory_order_acquire) & bit) != 0) return OkStatus();
-  err = cudaFuncSetAttribute(KdaBackwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
-  }
-  done_devices.fetch_or(bit, std::memory_order_acq_rel);
-  return OkStatus();
-}
-
 }  // namespace
 }  // namespace kda_cuda
 
@@ -428,27 +410,9 @@ Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
   if (kda_cuda::KdaChunkedBackwardEnabled()) return kda_cuda::KdaBackwardChunkedCuda(p, stream);
   using kda_cuda::BwdTraits;
   kda_cuda::FwdArgs f{};
-  Status st = kda_cuda::MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
-                                  p.lower_bound, p.device_status, &f.s);
+  Status st = kda_cuda::CheckBackwardParams(p, &f.s);
   if (!st.ok()) return st;
-  const int64_t tokens = f.s.total_tokens;
-  if (tokens > 0 && (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.g == nullptr ||
-                     p.beta == nullptr || p.d_o == nullptr || p.dq == nullptr || p.dk == nullptr ||
-                     p.dv == nullptr || p.dg == nullptr || p.dbeta == nullptr)) {
-    return InvalidArgument("kda: q, k, v, g, beta, d_o and dq, dk, dv, dg, dbeta are required");
-  }
-  if (p.A_log == nullptr || p.dt_bias == nullptr || p.dA_log == nullptr || p.ddt_bias == nullptr ||
-      p.dinitial_state == nullptr) {
-    return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
-  }
   const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
-  // The contract is KdaBackwardWorkspaceBytes (the larger of this layout and the chunked one), so
-  // that a buffer accepted here also serves the chunked backward.
-  const int64_t need = KdaBackwardWorkspaceBytes(p.B, p.T, p.H, p.num_docs);
-  if (p.workspace == nullptr || p.workspace_bytes < need) {
-    return ResourceExhausted("kda: backward workspace needs " + std::to_string(need) +
-                             " bytes, got " + std::to_string(p.workspace_bytes));
-  }
   char* ws = static_cast<char*>(p.workspace);
   f.q = p.q;
   f.k = p.k;
@@ -485,7 +449,8 @@ Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
     b.dinitial_state = p.dinitial_state;
     b.param_partials = partials;
     constexpr int kSmem = static_cast<int>(sizeof(kda_cuda::BwdSmem));
-    Status attr = kda_cuda::AllowBackwardSmem(kSmem);
+    static std::atomic<uint64_t> done{0};
+    Status attr = kda_cuda::AllowSmem(kda_cuda::KdaBackwardKernel, kSmem, &done, "the backward");
     if (!attr.ok()) return attr;
     const dim3 grid(BwdTraits::kClusterSize, static_cast<unsigned>(f.s.H),
                     static_cast<unsigned>(f.s.N));

@@ -98,14 +98,6 @@ __device__ __forceinline__ float Joined(const uint16_t* base, int idx, int lo_of
   return Bf16(base[idx]) + Bf16(base[idx + lo_offset]);
 }
 
-// Document n's first token, clamped as DocBounds clamps it (the forward's slot rule).
-__device__ __forceinline__ int64_t DocStart(const KdaShape& s, int64_t n) {
-  if (s.cu_seqlens == nullptr) return n * s.T;
-  const int64_t a = s.is_int64 ? static_cast<const int64_t*>(s.cu_seqlens)[n]
-                               : static_cast<const int32_t*>(s.cu_seqlens)[n];
-  return min(max(a, int64_t{0}), s.total_tokens);
-}
-
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
 
 struct ChainTraits {
@@ -254,23 +246,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const int kc = tid % kDim, tq = tid / kDim;
   float* part_out = a.partials + (slot * H + h) * kPartials;
 
-  // The slot's document: the last one whose first slot is <= slot (the forward's rule).
-  bool gap = a.s.N == 0;
-  int64_t bos = 0, eos = 0, chunk = 0;
-  if (!gap) {
-    int64_t lo = 0, hi = a.s.N - 1;
-    while (lo < hi) {
-      const int64_t mid = (lo + hi + 1) / 2;
-      if (DocStart(a.s, mid) / kChunk + mid <= slot) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    DocBounds(a.s, lo, &bos, &eos);
-    chunk = slot - (bos / kChunk + lo);
-    gap = chunk < 0 || chunk * kChunk >= eos - bos;
-  }
+  int64_t bos, eos, chunk;
+  const bool gap = !LocateChunkSlot(a.s, slot, &bos, &eos, &chunk);
   if (gap) {  // the reduce sums every slot: a gap contributes zeros
     for (int e = tid; e < kPartials; e += Tr::kThreads) part_out[e] = 0.f;
     return;
@@ -637,27 +614,6 @@ __global__ void __launch_bounds__(kDim)
   }
 }
 
-// Raises the per-chunk kernel's dynamic shared-memory limit once per device (so that calls
-// captured into a CUDA graph after an eager warm-up issue no attribute calls).
-Status AllowGradSmem(int bytes) {
-  static std::atomic<uint64_t> done{0};
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  }
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return OkStatus();
-  err =
-      cudaFuncSetAttribute(KdaChunkGradKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaFuncSetAttribute (chunked backward): ") +
-                    cudaGetErrorString(err));
-  }
-  done.fetch_or(bit, std::memory_order_acq_rel);
-  return OkStatus();
-}
-
 }  // namespace
 
 bool KdaChunkedBackwardEnabled() {
@@ -670,26 +626,11 @@ bool KdaChunkedBackwardEnabled() {
 
 Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   FwdArgs f{};
-  Status st = MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
-                        p.lower_bound, p.device_status, &f.s);
+  Status st = CheckBackwardParams(p, &f.s);
   if (!st.ok()) return st;
   const int64_t tokens = f.s.total_tokens;
-  if (tokens > 0 && (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.g == nullptr ||
-                     p.beta == nullptr || p.d_o == nullptr || p.dq == nullptr || p.dk == nullptr ||
-                     p.dv == nullptr || p.dg == nullptr || p.dbeta == nullptr)) {
-    return InvalidArgument("kda: q, k, v, g, beta, d_o and dq, dk, dv, dg, dbeta are required");
-  }
-  if (p.A_log == nullptr || p.dt_bias == nullptr || p.dA_log == nullptr || p.ddt_bias == nullptr ||
-      p.dinitial_state == nullptr) {
-    return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
-  }
   const kda_layout::ChunkBwdLayout layout =
       kda_layout::MakeChunkBwdLayout(p.B, p.T, p.H, p.num_docs);
-  const int64_t need = KdaBackwardWorkspaceBytes(p.B, p.T, p.H, p.num_docs);  // >= layout.total
-  if (p.workspace == nullptr || p.workspace_bytes < need) {
-    return ResourceExhausted("kda: backward workspace needs " + std::to_string(need) +
-                             " bytes, got " + std::to_string(p.workspace_bytes));
-  }
   const int64_t slots = kda_layout::ChunkSlots(tokens, f.s.N);
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
   char* ws = static_cast<char*>(p.workspace);
@@ -739,7 +680,8 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     if (!launched.ok()) return launched;
     // 3. Every chunk's gradients and partials (gap slots write zero partials).
     constexpr int kSmem = static_cast<int>(sizeof(GradSmem));
-    Status attr = AllowGradSmem(kSmem);
+    static std::atomic<uint64_t> done{0};
+    Status attr = AllowSmem(KdaChunkGradKernel, kSmem, &done, "the chunked backward");
     if (!attr.ok()) return attr;
     const dim3 grad_grid(static_cast<unsigned>(slots), static_cast<unsigned>(f.s.H));
     KdaChunkGradKernel<<<grad_grid, GradTraits::kThreads, kSmem, stream>>>(b);

@@ -174,14 +174,6 @@ __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&
   Mma(acc2, alo, bhi);
 }
 
-// Document n's first token, clamped as DocBounds clamps it.
-__device__ __forceinline__ int64_t DocStart(const KdaShape& s, int64_t n) {
-  if (s.cu_seqlens == nullptr) return n * s.T;
-  const int64_t a = s.is_int64 ? static_cast<const int64_t*>(s.cu_seqlens)[n]
-                               : static_cast<const int32_t*>(s.cu_seqlens)[n];
-  return min(max(a, int64_t{0}), s.total_tokens);
-}
-
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
 struct ChunkCtx {
@@ -302,20 +294,8 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
   const int64_t h = blockIdx.y;
   const int64_t H = a.s.H;
 
-  // The slot's document: the last one whose first slot is <= slot (slots grow with documents).
-  int64_t lo = 0, hi = a.s.N - 1;
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) / 2;
-    if (DocStart(a.s, mid) / kChunk + mid <= slot) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  int64_t bos, eos;
-  DocBounds(a.s, lo, &bos, &eos);
-  const int64_t chunk = slot - (bos / kChunk + lo);
-  if (chunk < 0 || chunk * kChunk >= eos - bos) return;  // a gap slot
+  int64_t bos, eos, chunk;
+  if (!LocateChunkSlot(a.s, slot, &bos, &eos, &chunk)) return;  // a gap slot
   ChunkCtx c;
   c.a = &a;
   c.t0 = bos + chunk * kChunk;
@@ -792,26 +772,6 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       *reinterpret_cast<float2*>(fs + (srow + 8) * kDim + col) = make_float2(st[nt][2], st[nt][3]);
     }
   }
-}
-
-// Raises a kernel's dynamic shared-memory limit once per device (so that calls captured into a
-// CUDA graph after an eager warm-up issue no attribute calls).
-template <typename Kernel>
-Status AllowSmem(Kernel kernel, int bytes, std::atomic<uint64_t>* done, const char* what) {
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  }
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done->load(std::memory_order_acquire) & bit) != 0) return OkStatus();
-  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaFuncSetAttribute (") + what +
-                    "): " + cudaGetErrorString(err));
-  }
-  done->fetch_or(bit, std::memory_order_acq_rel);
-  return OkStatus();
 }
 
 template <int kRows, bool kCheckpoint>
