@@ -98,6 +98,20 @@ __device__ __forceinline__ float Joined(const uint16_t* base, int idx, int lo_of
   return Bf16(base[idx]) + Bf16(base[idx + lo_offset]);
 }
 
+// acc + a . b in the order x, y, z, w (one fixed order: bitwise reproducible).
+__device__ __forceinline__ float Dot4(float4 a, float4 b, float acc) {
+  acc = fmaf(a.x, b.x, acc);
+  acc = fmaf(a.y, b.y, acc);
+  acc = fmaf(a.z, b.z, acc);
+  return fmaf(a.w, b.w, acc);
+}
+
+// Four consecutive BF16 values (8-byte aligned) as floats.
+__device__ __forceinline__ float4 Bf16x4(const uint16_t* p) {
+  const uint2 r = *reinterpret_cast<const uint2*>(p);
+  return make_float4(Bf16(r.x & 0xffff), Bf16(r.x >> 16), Bf16(r.y & 0xffff), Bf16(r.y >> 16));
+}
+
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
 
 struct ChainTraits {
@@ -306,13 +320,17 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
     }
   }
-  // Record operands to FP32 shared memory: -W, M, Kdec^T (in bufu's space, [128][64]).
+  // Record operands to FP32 shared memory, each with the token of the output row first so the
+  // products below read float4 runs along their inner index: -W [t][k], Kdec [t][k] (from
+  // Kdec^T), M^T [t][s].
   for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
-    (&sm.bufw[0][0])[e] = Joined(rec.negw, e, kRowMatLo);
-    (&sm.bufu[0][0])[e] = Joined(rec.kdt, e, kRowMatLo);
+    const int t = e / kDim, k = e % kDim;
+    sm.bufw[t][k] = Joined(rec.negw, e, kRowMatLo);
+    sm.bufu[t][k] = Joined(rec.kdt, k * kChunk + t, kRowMatLo);
   }
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-    (&sm.dm[0][0])[e] = Joined(rec.m, e, kMLo);
+    const int t = e / kChunk, s = e % kChunk;
+    sm.dm[t][s] = Joined(rec.m, s * kChunk + t, kMLo);
   }
   __syncthreads();
   if (tid < kDim) {
@@ -323,7 +341,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       sm.G[t][tid] = acc;
     }
   }
-  const float* kdt = &sm.bufu[0][0];  // Kdec^T [k][t] while staged
 
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
   // sum_k Kdec[t][k] dS1[v][k] (column v = kc).
@@ -336,21 +353,26 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       a1[j] = 0.f;
       a2[j] = 0.f;
     }
-#pragma unroll 2
-    for (int k = 0; k < kDim; ++k) {
-      const float sv = s0[kc * kDim + k];
-      const float dsv = ds1[kc * kDim + k];
+#pragma unroll 1
+    for (int k = 0; k < kDim; k += 4) {
+      const float4 sv = *reinterpret_cast<const float4*>(s0 + kc * kDim + k);
+      const float4 dsv = *reinterpret_cast<const float4*>(ds1 + kc * kDim + k);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        acc[j] = fmaf(sm.bufw[tq + 4 * j][k], sv, acc[j]);
-        a2[j] = fmaf(kdt[k * kChunk + tq + 4 * j], dsv, a2[j]);
+        const float4 w = *reinterpret_cast<const float4*>(&sm.bufw[tq + 4 * j][k]);
+        const float4 kd = *reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][k]);
+        acc[j] = Dot4(w, sv, acc[j]);
+        a2[j] = Dot4(kd, dsv, a2[j]);
       }
     }
-#pragma unroll 2
-    for (int s = 0; s < kChunk; ++s) {
-      const float d = Bf16(sm.d_o[s][kc]);
+#pragma unroll 1
+    for (int s = 0; s < kChunk; s += 4) {
+      const float4 d = make_float4(Bf16(sm.d_o[s][kc]), Bf16(sm.d_o[s + 1][kc]),
+                                   Bf16(sm.d_o[s + 2][kc]), Bf16(sm.d_o[s + 3][kc]));
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) a1[j] = fmaf(sm.dm[s][tq + 4 * j], d, a1[j]);
+      for (int j = 0; j < kJ; ++j) {
+        a1[j] = Dot4(*reinterpret_cast<const float4*>(&sm.dm[tq + 4 * j][s]), d, a1[j]);
+      }
     }
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
@@ -358,7 +380,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       du_keep[j] = fmaf(scale, a1[j], a2[j]);
     }
   }
-  __syncthreads();  // -W, M and Kdec^T are consumed; U and the cumulative gates are complete
+  __syncthreads();  // -W, M and Kdec are consumed; U and the cumulative gates are complete
 #pragma unroll
   for (int j = 0; j < kJ; ++j) sm.bufu[tq + 4 * j][kc] = du_keep[j];
   if (tid < kDim) {
@@ -376,13 +398,14 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     float a1[kJ], a2[kJ];
 #pragma unroll
     for (int j = 0; j < kJ; ++j) a1[j] = a2[j] = 0.f;
-#pragma unroll 2
-    for (int v = 0; v < kDim; ++v) {
-      const float sv = s0[v * kDim + kc];
+#pragma unroll 1
+    for (int v = 0; v < kDim; v += 4) {
+      const float4 sv = make_float4(s0[v * kDim + kc], s0[(v + 1) * kDim + kc],
+                                    s0[(v + 2) * kDim + kc], s0[(v + 3) * kDim + kc]);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        a1[j] = fmaf(Bf16(sm.d_o[tq + 4 * j][v]), sv, a1[j]);
-        a2[j] = fmaf(sm.bufu[tq + 4 * j][v], sv, a2[j]);
+        a1[j] = Dot4(Bf16x4(&sm.d_o[tq + 4 * j][v]), sv, a1[j]);
+        a2[j] = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][v]), sv, a2[j]);
       }
     }
 #pragma unroll
@@ -416,16 +439,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();  // dW complete; M (in dm) is consumed
 
-  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t; the column index rotates with s so the
-  // 32 lanes (consecutive s) hit 32 banks. Fixed order per element: deterministic.
+  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t. Lanes take consecutive s; the 4-column
+  // block index rotates with s so their 16-byte loads hit distinct banks. Fixed order per
+  // element: deterministic.
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, s = e % kChunk;
     float acc = 0.f;
     if (s <= t) {
-      for (int vv = 0; vv < kDim; ++vv) {
-        const int v = (vv + s) & (kDim - 1);
-        acc = fmaf(Bf16(sm.d_o[t][v]), sm.r1.u[s][v], acc);
+#pragma unroll 1
+      for (int vb = 0; vb < kDim / 4; ++vb) {
+        const int v = 4 * ((vb + s) % (kDim / 4));
+        acc = Dot4(Bf16x4(&sm.d_o[t][v]), *reinterpret_cast<const float4*>(&sm.r1.u[s][v]), acc);
       }
     }
     sm.dm[t][s] = scale * acc;
@@ -438,9 +463,16 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int t = e / kChunk, i = e % kChunk;
     float acc = 0.f;
     if (i < t) {
-      for (int kk = 0; kk < kDim; ++kk) {
-        const int k = (kk + i) & (kDim - 1);
-        acc = fmaf(Bf16(sm.k[t][k]) * Bf16(sm.k[i][k]), expf(sm.G[t][k] - sm.G[i][k]), acc);
+#pragma unroll 1
+      for (int kb = 0; kb < kDim / 4; ++kb) {
+        const int k = 4 * ((kb + i) % (kDim / 4));
+        const float4 kt = Bf16x4(&sm.k[t][k]), ki = Bf16x4(&sm.k[i][k]);
+        const float4 gt = *reinterpret_cast<const float4*>(&sm.G[t][k]);
+        const float4 gi = *reinterpret_cast<const float4*>(&sm.G[i][k]);
+        acc = fmaf(kt.x * ki.x, expf(gt.x - gi.x), acc);
+        acc = fmaf(kt.y * ki.y, expf(gt.y - gi.y), acc);
+        acc = fmaf(kt.z * ki.z, expf(gt.z - gi.z), acc);
+        acc = fmaf(kt.w * ki.w, expf(gt.w - gi.w), acc);
       }
       acc *= sm.rk[t] * sm.rk[i];
     }
@@ -467,10 +499,15 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int t = e / kChunk, i = e % kChunk;
     float x = 0.f, y = 0.f;
     if (i < t) {
-      for (int kk = 0; kk < kDim; ++kk) {
-        const int k = (kk + i) & (kDim - 1);
-        x = fmaf(sm.bufw[t][k], Joined(rec.negw, i * kDim + k, kRowMatLo), x);
-        y = fmaf(sm.bufu[t][k], rec.uv[i * kDim + k], y);
+#pragma unroll 1
+      for (int kb = 0; kb < kDim / 4; ++kb) {
+        const int k = 4 * ((kb + i) % (kDim / 4));
+        const float4 hi = Bf16x4(rec.negw + i * kDim + k);
+        const float4 lo = Bf16x4(rec.negw + kRowMatLo + i * kDim + k);
+        const float4 nw = make_float4(hi.x + lo.x, hi.y + lo.y, hi.z + lo.z, hi.w + lo.w);
+        x = Dot4(*reinterpret_cast<const float4*>(&sm.bufw[t][k]), nw, x);
+        y = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[t][k]),
+                 *reinterpret_cast<const float4*>(rec.uv + i * kDim + k), y);
       }
     }
     sm.r1.pa.da[t][i] = x - y;
