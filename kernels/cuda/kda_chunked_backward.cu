@@ -120,16 +120,31 @@ struct ChainTraits {
   static constexpr int kThreads = 256;
   static constexpr int kDsStride = kDim + 1;  // dS rows read down a column: no bank conflicts
   static constexpr int kColStride = kRows + 1;
-  static_assert(kChunk * kRows % kThreads == 0 && kRows * kDim % kThreads == 0, "whole items");
+  // dU: thread = (slice column j, 4 consecutive tokens); dS: thread = (key k, every 2nd row).
+  static constexpr int kTokBlocks = kChunk / 4;
+  static constexpr int kRowsPerThread = kRows * kDim / kThreads;
+  static_assert(kRows * kTokBlocks == kThreads, "one dU item per thread");
+  static_assert(kThreads % kDim == 0 && kRowsPerThread * (kThreads / kDim) == kRows, "dS items");
+};
+
+// The chain's shared memory: the chunk's record operands in FP32 (hi + lo), staged once per
+// step (coalesced) and read as float4 runs, plus the dS slice and the slice's dO and dU columns.
+struct ChainSmem {
+  float qg[kChunk][kDim];                                // Q Gam [t][k]
+  float nw[kChunk][kDim];                                // -W [t][k]
+  float kdt[kDim][kChunk];                               // Kdec^T [k][t]
+  float m[kChunk][kChunk];                               // M [s][t]
+  float ds[ChainTraits::kRows][ChainTraits::kDsStride];  // dS slice: dS1 of the chunk walked
+  float dob[kChunk][ChainTraits::kColStride];            // dO, this slice's columns, unscaled
+  float du[kChunk][ChainTraits::kColStride];             // dU, this slice's columns
+  float gc[kDim];                                        // Gam_C
 };
 
 __global__ void __launch_bounds__(ChainTraits::kThreads)
     KdaChunkDstateKernel(const __grid_constant__ ChunkBwdArgs a) {
   using Tr = ChainTraits;
-  __shared__ float ds[Tr::kRows][Tr::kDsStride];  // dS slice: dS1 of the chunk being walked
-  __shared__ float dob[kChunk][Tr::kColStride];   // dO, this slice's columns, unscaled
-  __shared__ float du[kChunk][Tr::kColStride];    // dU, this slice's columns
-  __shared__ float gc[kDim];                      // Gam_C
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  ChainSmem& sm = *reinterpret_cast<ChainSmem*>(smem_raw);
   const int v0 = blockIdx.x * Tr::kRows;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -142,7 +157,7 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
 
   for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
     const int r = e / kDim, k = e % kDim;
-    ds[r][k] = a.dfinal_state == nullptr ? 0.f : a.dfinal_state[state_off + r * kDim + k];
+    sm.ds[r][k] = a.dfinal_state == nullptr ? 0.f : a.dfinal_state[state_off + r * kDim + k];
   }
   __syncthreads();
 
@@ -153,55 +168,80 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
     const Rec rec = RecordAt(a.records, slot, H, h);
     float* out = a.ds1 + (slot * H + h) * kDimSq + int64_t{v0} * kDim;
     for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
-      out[e] = ds[e / kDim][e % kDim];
+      out[e] = sm.ds[e / kDim][e % kDim];
     }
     for (int e = tid; e < kChunk * Tr::kRows; e += Tr::kThreads) {
       const int t = e / Tr::kRows, j = e % Tr::kRows;
-      dob[t][j] = t < len ? Bf16(a.d_o[((t0 + t) * H + h) * kDim + v0 + j]) : 0.f;
+      sm.dob[t][j] = t < len ? Bf16(a.d_o[((t0 + t) * H + h) * kDim + v0 + j]) : 0.f;
     }
-    if (tid < kDim) gc[tid] = rec.gamc[tid];
+    for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
+      (&sm.qg[0][0])[e] = Joined(rec.qg, e, kRowMatLo);
+      (&sm.nw[0][0])[e] = Joined(rec.negw, e, kRowMatLo);
+      (&sm.kdt[0][0])[e] = Joined(rec.kdt, e, kRowMatLo);
+    }
+    for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
+      (&sm.m[0][0])[e] = Joined(rec.m, e, kMLo);
+    }
+    if (tid < kDim) sm.gc[tid] = rec.gamc[tid];
     __syncthreads();
 
-    // dU[t][j] = scale sum_{s >= t} M[s][t] dO[s][j] + sum_k Kdec[t][k] dS[j][k].
-#pragma unroll 1
-    for (int e = tid; e < kChunk * Tr::kRows; e += Tr::kThreads) {
-      const int t = e / Tr::kRows, j = e % Tr::kRows;
-      float a1 = 0.f, a2 = 0.f;
-      for (int s = t; s < kChunk; ++s)
-        a1 = fmaf(Joined(rec.m, s * kChunk + t, kMLo), dob[s][j], a1);
+    // dU[t][j] = scale sum_{s >= t} M[s][t] dO[s][j] + sum_k Kdec[t][k] dS[j][k], tokens
+    // t = 4 tb .. 4 tb + 3 (M[s][t] = 0 for s < t, so s starts at the block's first token).
+    {
+      const int j = tid % Tr::kRows, tb = tid / Tr::kRows;
+      float4 a1 = make_float4(0.f, 0.f, 0.f, 0.f), a2 = a1;
 #pragma unroll 4
-      for (int k = 0; k < kDim; ++k)
-        a2 = fmaf(Joined(rec.kdt, k * kChunk + t, kRowMatLo), ds[j][k], a2);
-      du[t][j] = fmaf(a.s.scale, a1, a2);
+      for (int s = 4 * tb; s < kChunk; ++s) {
+        const float4 mv = *reinterpret_cast<const float4*>(&sm.m[s][4 * tb]);
+        const float d = sm.dob[s][j];
+        a1 = make_float4(fmaf(mv.x, d, a1.x), fmaf(mv.y, d, a1.y), fmaf(mv.z, d, a1.z),
+                         fmaf(mv.w, d, a1.w));
+      }
+#pragma unroll 4
+      for (int k = 0; k < kDim; ++k) {
+        const float4 kv = *reinterpret_cast<const float4*>(&sm.kdt[k][4 * tb]);
+        const float d = sm.ds[j][k];
+        a2 = make_float4(fmaf(kv.x, d, a2.x), fmaf(kv.y, d, a2.y), fmaf(kv.z, d, a2.z),
+                         fmaf(kv.w, d, a2.w));
+      }
+      sm.du[4 * tb][j] = fmaf(a.s.scale, a1.x, a2.x);
+      sm.du[4 * tb + 1][j] = fmaf(a.s.scale, a1.y, a2.y);
+      sm.du[4 * tb + 2][j] = fmaf(a.s.scale, a1.z, a2.z);
+      sm.du[4 * tb + 3][j] = fmaf(a.s.scale, a1.w, a2.w);
     }
     __syncthreads();
 
-    // dS0[j][k] = dS[j][k] Gam_C[k] + scale sum_t dO[t][j] QGam[t][k] + sum_t dU[t][j] (-W)[t][k].
-    constexpr int kPer = Tr::kRows * kDim / Tr::kThreads;
+    // dS0[j][k] = dS[j][k] Gam_C[k] + scale sum_t dO[t][j] QGam[t][k] + sum_t dU[t][j] (-W)[t][k]
+    // for key k and rows j = j0, j0 + 2, ...: the two record values of a token serve all rows.
+    constexpr int kPer = Tr::kRowsPerThread;
+    constexpr int kRowStep = Tr::kThreads / kDim;
+    const int k = tid % kDim, j0 = tid / kDim;
+    float x[kPer], y[kPer];
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) x[i] = y[i] = 0.f;
+#pragma unroll 2
+    for (int t = 0; t < kChunk; ++t) {
+      const float q = sm.qg[t][k], w = sm.nw[t][k];
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        x[i] = fmaf(sm.dob[t][j0 + kRowStep * i], q, x[i]);
+        y[i] = fmaf(sm.du[t][j0 + kRowStep * i], w, y[i]);
+      }
+    }
     float nv[kPer];
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
-      const int e = tid + i * Tr::kThreads;
-      const int j = e / kDim, k = e % kDim;
-      float x = 0.f, y = 0.f;
-#pragma unroll 4
-      for (int t = 0; t < kChunk; ++t) {
-        x = fmaf(dob[t][j], Joined(rec.qg, t * kDim + k, kRowMatLo), x);
-        y = fmaf(du[t][j], Joined(rec.negw, t * kDim + k, kRowMatLo), y);
-      }
-      nv[i] = ds[j][k] * gc[k] + fmaf(a.s.scale, x, y);
+      const int j = j0 + kRowStep * i;
+      nv[i] = sm.ds[j][k] * sm.gc[k] + fmaf(a.s.scale, x[i], y[i]);
     }
-    __syncthreads();  // every thread has read dS, dO and dU of chunk c
+    __syncthreads();  // every thread has read dS, dO, dU and the record of chunk c
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      const int e = tid + i * Tr::kThreads;
-      ds[e / kDim][e % kDim] = nv[i];
-    }
+    for (int i = 0; i < kPer; ++i) sm.ds[j0 + kRowStep * i][k] = nv[i];
     __syncthreads();
   }
   // dS0 of the first chunk (dfinal_state itself for an empty document).
   for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
-    a.dinitial_state[state_off + e] = ds[e / kDim][e % kDim];
+    a.dinitial_state[state_off + e] = sm.ds[e / kDim][e % kDim];
   }
 }
 
@@ -710,9 +750,14 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     Status fwd = LaunchChunkedForward(f, ws + layout.records, layout.s0 - layout.records, stream);
     if (!fwd.ok()) return fwd;
     // 2. The reverse chain.
+    static std::atomic<uint64_t> chain_done{0};
+    constexpr int kChainSmem = static_cast<int>(sizeof(ChainSmem));
+    Status chain_attr =
+        AllowSmem(KdaChunkDstateKernel, kChainSmem, &chain_done, "the reverse chain");
+    if (!chain_attr.ok()) return chain_attr;
     const dim3 chain_grid(ChainTraits::kSlices, static_cast<unsigned>(f.s.H),
                           static_cast<unsigned>(f.s.N));
-    KdaChunkDstateKernel<<<chain_grid, ChainTraits::kThreads, 0, stream>>>(b);
+    KdaChunkDstateKernel<<<chain_grid, ChainTraits::kThreads, kChainSmem, stream>>>(b);
     Status launched = CheckLaunch("the chunked backward's reverse chain");
     if (!launched.ok()) return launched;
     // 3. Every chunk's gradients and partials (gap slots write zero partials).
