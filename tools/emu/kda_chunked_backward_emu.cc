@@ -1,20 +1,9 @@
 // The host driver of tools/emu/run_kda_chunked_backward_emu.sh (see there): kernels 2-4 of the
 // chunked KDA backward, their CUDA source compiled for the host, against the FP64 reference.
 #include "cuda_host_shim.h"
-#undef __device__
-#undef __global__
-#undef __forceinline__
-#undef __launch_bounds__
-#undef __grid_constant__
-#undef __align__
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __grid_constant__
-#define __align__(x)
-alignas(16) unsigned char g_dyn_smem[232448];
 #include "kern_emu.inc"
+// Launch 1 (kda_chunked_forward_emu.cc): records into ws, chunk-start states at a.checkpoints.
+void EmuChunkedForwardCheckpoints(const FwdArgs& a, char* ws);
 }  // namespace kda_cuda
 }  // namespace cakegrad::kernels
 
@@ -58,6 +47,8 @@ int main(int argc, char** argv) {
   const int64_t H = 2;
   const bool with_init = !(argc > 1 && std::strcmp(argv[1], "noinit") == 0);
   const double dt_mean = argc > 2 ? std::atof(argv[2]) : 0.0;
+  // "kernels": records and S0 from the emulated launch 1; otherwise built here in FP64.
+  const bool use_kernels = argc > 3 && std::strcmp(argv[3], "kernels") == 0;
   std::mt19937_64 rng(7);
   std::normal_distribution<double> nd(0.0, 1.0);
   R::Problem p;
@@ -110,8 +101,30 @@ int main(int argc, char** argv) {
   const L::ChunkBwdLayout lay = L::MakeChunkBwdLayout(1, tok, H, N);
   std::vector<unsigned char> ws(lay.total, 0xA5);
   char* wsp = reinterpret_cast<char*>(ws.data());
+  std::vector<float> s0f = f32(p.s0);
+  if (use_kernels) {
+    kda_cuda::FwdArgs f{};
+    f.s.cu_seqlens = cu.data();
+    f.s.is_int64 = 1;
+    f.s.T = tok;
+    f.s.total_tokens = tok;
+    f.s.H = H;
+    f.s.N = N;
+    f.s.scale = float(p.scale);
+    f.s.lower_bound = float(p.lower_bound);
+    f.q = q.data();
+    f.k = k.data();
+    f.v = v.data();
+    f.g = g.data();
+    f.beta = beta.data();
+    f.A_log = A_log.data();
+    f.dt_bias = dt_bias.data();
+    f.initial_state = with_init ? s0f.data() : nullptr;
+    f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
+    kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
+  }
   // Records and S0 from the FP64 chunk math.
-  for (int64_t h = 0; h < H; ++h) {
+  for (int64_t h = 0; h < H && !use_kernels; ++h) {
     for (int64_t d = 0; d < N; ++d) {
       const int64_t bos = cu[d], eos = cu[d + 1];
       const int64_t chunks = (eos - bos + 63) / 64;
