@@ -98,6 +98,20 @@ __device__ __forceinline__ float Joined(const uint16_t* base, int idx, int lo_of
   return Bf16(base[idx]) + Bf16(base[idx + lo_offset]);
 }
 
+// dst[0 .. 7] = hi + lo of eight consecutive split operands (16-byte aligned source and a
+// 16-byte aligned destination): one 16-byte load per part, two 16-byte stores.
+__device__ __forceinline__ void StageJoined8(float* dst, const uint16_t* src, int lo_offset) {
+  const uint4 hi = *reinterpret_cast<const uint4*>(src);
+  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_offset);
+  auto join = [](uint32_t h, uint32_t l, int half) {
+    return half ? Bf16(h >> 16) + Bf16(l >> 16) : Bf16(h & 0xffff) + Bf16(l & 0xffff);
+  };
+  *reinterpret_cast<float4*>(dst) = make_float4(join(hi.x, lo.x, 0), join(hi.x, lo.x, 1),
+                                                join(hi.y, lo.y, 0), join(hi.y, lo.y, 1));
+  *reinterpret_cast<float4*>(dst + 4) = make_float4(join(hi.z, lo.z, 0), join(hi.z, lo.z, 1),
+                                                    join(hi.w, lo.w, 0), join(hi.w, lo.w, 1));
+}
+
 // acc + a . b in the order x, y, z, w (one fixed order: bitwise reproducible).
 __device__ __forceinline__ float Dot4(float4 a, float4 b, float acc) {
   acc = fmaf(a.x, b.x, acc);
@@ -174,13 +188,13 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
       const int t = e / Tr::kRows, j = e % Tr::kRows;
       sm.dob[t][j] = t < len ? Bf16(a.d_o[((t0 + t) * H + h) * kDim + v0 + j]) : 0.f;
     }
-    for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
-      (&sm.qg[0][0])[e] = Joined(rec.qg, e, kRowMatLo);
-      (&sm.nw[0][0])[e] = Joined(rec.negw, e, kRowMatLo);
-      (&sm.kdt[0][0])[e] = Joined(rec.kdt, e, kRowMatLo);
+    for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
+      StageJoined8(&sm.qg[0][0] + e, rec.qg + e, kRowMatLo);
+      StageJoined8(&sm.nw[0][0] + e, rec.negw + e, kRowMatLo);
+      StageJoined8(&sm.kdt[0][0] + e, rec.kdt + e, kRowMatLo);
     }
-    for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-      (&sm.m[0][0])[e] = Joined(rec.m, e, kMLo);
+    for (int e = 8 * tid; e < kChunk * kChunk; e += 8 * Tr::kThreads) {
+      StageJoined8(&sm.m[0][0] + e, rec.m + e, kMLo);
     }
     if (tid < kDim) sm.gc[tid] = rec.gamc[tid];
     __syncthreads();
@@ -363,9 +377,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // Record operands to FP32 shared memory, each with the token of the output row first so the
   // products below read float4 runs along their inner index: -W [t][k], Kdec [t][k] (from
   // Kdec^T), M^T [t][s].
+  for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
+    StageJoined8(&sm.bufw[0][0] + e, rec.negw + e, kRowMatLo);
+  }
   for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
     const int t = e / kDim, k = e % kDim;
-    sm.bufw[t][k] = Joined(rec.negw, e, kRowMatLo);
     sm.bufu[t][k] = Joined(rec.kdt, k * kChunk + t, kRowMatLo);
   }
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
