@@ -17,26 +17,17 @@
 #include "cakegrad/v1/service.pb.h"
 #include "ops/op_registry.h"
 #include "ops/request_fields.h"
+#include "server_test_util.h"
 #include "validate/bind.h"
 
 namespace cakegrad::server {
 namespace {
 
-class Bytes : public Mapping {
- public:
-  explicit Bytes(size_t n) : data(n) {}
-  std::vector<std::byte> data;
-};
-
 struct Fuzzer {
   explicit Fuzzer(uint64_t seed) : rng(seed) {}
 
   uint64_t AddRegion(const std::string& session, size_t bytes) {
-    auto mapping = std::make_shared<Bytes>(bytes);
-    MappedRange range;
-    range.base = mapping->data.data();
-    range.size = bytes;
-    range.mapping = mapping;
+    const MappedRange range = test_support::OwnedHostRange(bytes);
     const uint64_t id = *registry.Add(session, "fuzz", RegionKind::kHost, range);
     ranges[id] = {session, range.base, bytes};
     return id;

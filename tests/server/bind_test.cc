@@ -12,17 +12,12 @@
 #include "cakegrad/kernels/cuda_memory.h"
 #include "cakegrad/v1/service.pb.h"
 #include "ops/op_registry.h"
+#include "server_test_util.h"
 
 namespace cakegrad::server {
 namespace {
 
 using ::testing::HasSubstr;
-
-class VectorMapping : public Mapping {
- public:
-  explicit VectorMapping(size_t n) : bytes(n) {}
-  std::vector<std::byte> bytes;
-};
 
 class BindTest : public ::testing::Test {
  protected:
@@ -33,14 +28,9 @@ class BindTest : public ::testing::Test {
 
   uint64_t AddRegion(const std::string& session, size_t bytes, int device = -1,
                      RegionKind kind = RegionKind::kHost) {
-    auto mapping = std::make_shared<VectorMapping>(bytes);
-    MappedRange range;
-    range.base = mapping->bytes.data();
-    range.size = bytes;
-    range.mapping = mapping;
-    range.device = device;
-    if (device >= 0) range.gpu_uuid = "GPU-" + std::to_string(device);
-    return *registry_.Add(session, "test", kind, range);
+    return *registry_.Add(session, "test", kind,
+                          test_support::OwnedHostRange(
+                              bytes, device, device >= 0 ? "GPU-" + std::to_string(device) : ""));
   }
 
   // Tensors placed one after another in region_.

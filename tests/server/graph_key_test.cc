@@ -6,18 +6,12 @@
 #include "cakegrad/v1/kda.pb.h"
 #include "cakegrad/v1/mhc.pb.h"
 #include "ops/op_registry.h"
+#include "server_test_util.h"
 
 namespace cakegrad::server {
 namespace {
 
-v1::TensorRef Ref(uint64_t region, uint64_t offset, v1::DType dtype, std::vector<int64_t> shape) {
-  v1::TensorRef r;
-  r.set_region_id(region);
-  r.set_offset(offset);
-  r.set_dtype(dtype);
-  for (int64_t d : shape) r.add_shape(d);
-  return r;
-}
+using test_support::Ref;
 
 v1::Conv1dBackwardRequest Request(uint64_t region, uint64_t base, int64_t S, int64_t C) {
   v1::Conv1dBackwardRequest r;

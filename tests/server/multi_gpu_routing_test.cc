@@ -24,21 +24,17 @@
 #include "regions/region_registry.h"
 #include "rpc/service.h"
 #include "schedule/executor.h"
+#include "server_test_util.h"
 #include "sessions/session_manager.h"
 
 namespace cakegrad::server {
 namespace {
 
+using test_support::Ref;
 using ::testing::HasSubstr;
 
 const std::vector<std::string> kUuids = {"GPU-aaaaaaaa-0000-0000-0000-000000000000",
                                          "GPU-bbbbbbbb-1111-1111-1111-111111111111"};
-
-class HostBytes : public Mapping {
- public:
-  explicit HostBytes(uint64_t n) : bytes(n) {}
-  std::vector<std::byte> bytes;
-};
 
 // Two "GPUs" found by UUID like the cuda backend finds them; Execute records where each call ran.
 class FakeGpus : public Backend {
@@ -52,14 +48,7 @@ class FakeGpus : public Backend {
   absl::StatusOr<MappedRange> MapCuda(const v1::CudaRegion& region) override {
     absl::StatusOr<int> ordinal = table_.Find(region.gpu_uuid());
     if (!ordinal.ok()) return ordinal.status();
-    auto memory = std::make_shared<HostBytes>(region.byte_size());
-    MappedRange range;
-    range.base = memory->bytes.data();
-    range.size = region.byte_size();
-    range.device = *ordinal;
-    range.gpu_uuid = table_.uuid(*ordinal);
-    range.mapping = std::move(memory);
-    return range;
+    return test_support::OwnedHostRange(region.byte_size(), *ordinal, table_.uuid(*ordinal));
   }
   void Describe(v1::Capabilities* caps) const override {
     caps->set_backend("fake-gpus");
@@ -153,16 +142,6 @@ class MultiGpuRoutingTest : public ::testing::Test {
     if (!s.ok())
       return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
     return response.region_id();
-  }
-
-  static v1::TensorRef Ref(uint64_t region, uint64_t offset, v1::DType dtype,
-                           std::vector<int64_t> shape) {
-    v1::TensorRef ref;
-    ref.set_region_id(region);
-    ref.set_offset(offset);
-    ref.set_dtype(dtype);
-    for (int64_t d : shape) ref.add_shape(d);
-    return ref;
   }
 
   // conv1d_forward with x, weight, cu_seqlens in region `in` and y in region `out`.

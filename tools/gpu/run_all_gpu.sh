@@ -16,18 +16,8 @@
 # stages take more than one device call's 10 minutes: for unchanged kernels run
 # PYTHON_FIRST=1 SKIP="2 3 4"; after kernel changes, SKIP="1 5 6" (each fits one call).
 set -uo pipefail
-OUT=${OUT:-/tmp/cakegrad-out}
 LOG=/tmp/cakegrad-gpu-logs  # outside $OUT: only the summary and one archive come back
-mkdir -p "$LOG"
-bin="$PWD/.carry/gpu/bin"
-export CAKEGRAD_DAEMON="$bin/cakegradd"
-summary="$OUT/summary.txt"
-: > "$summary"
-note() {
-  echo "$*" | tee -a "$summary"
-  tar czf "$OUT/logs.tgz" -C "$LOG" . 2>/dev/null
-}
-skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+source tools/gpu/runner_lib.sh
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
@@ -35,8 +25,6 @@ skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
   echo "command: bash tools/gpu/run_all_gpu.sh (SKIP='${SKIP:-}' FAMILIES='${FAMILIES:-}' PYTHON_FIRST=${PYTHON_FIRST:-0})"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 } | tee "$LOG/env.txt" >> "$summary"
-
-gtest_line() { grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$1" | tr '\n' ' '; }
 
 # The Python stage is mostly CPU-side checking; PYTHON_FIRST=1 runs it in the background beside
 # stages 1 and 2 (correctness only) and waits for it before the timed stages 4 and 6.

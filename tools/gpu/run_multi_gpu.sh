@@ -14,18 +14,9 @@
 set -uo pipefail
 # NVLink multicast stays off (the device README: it can take the host's GPUs out of service).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-/tmp/cakegrad-out}
 LOG=/tmp/cakegrad-multi-gpu
-mkdir -p "$OUT" "$LOG"
-bin="$PWD/.carry/gpu/bin"
-export CAKEGRAD_DAEMON="$bin/cakegradd" CAKEGRAD_BENCH="$bin/cakegrad_daemon_bench"
-summary="$OUT/summary.txt"
-: > "$summary"
-note() {
-  echo "$*" | tee -a "$summary"
-  tar czf "$OUT/logs.tgz" -C "$LOG" . 2>/dev/null
-}
-skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+source tools/gpu/runner_lib.sh
+export CAKEGRAD_BENCH="$bin/cakegrad_daemon_bench"
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "binaries: $(cat .carry/gpu/SOURCE 2>/dev/null || echo 'unknown source')"
@@ -42,8 +33,7 @@ fi
 
 if ! skip 1; then
   timeout 400 "$bin/cakegrad_gpu_daemon_tests" > "$LOG/gpu_daemon_tests.log" 2>&1
-  note "daemon tests: rc=$? $(grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" \
-    "$LOG/gpu_daemon_tests.log" | tr '\n' ' ')"
+  note "daemon tests: rc=$? $(gtest_line "$LOG/gpu_daemon_tests.log")"
   grep -E "^\[  FAILED  \]|^\[  SKIPPED \]" "$LOG/gpu_daemon_tests.log" | head | tee -a "$summary"
 fi
 
