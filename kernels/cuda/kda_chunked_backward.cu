@@ -15,10 +15,11 @@
 // 1. The chunked forward's preparation and state pass in checkpoint mode: the chunk records and
 //    the FP32 chunk-start states S0 per chunk slot (the state pass in BF16x3 on mma.sync, as the
 //    forward; no output written).
-// 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16 state rows, head, document), walking
-//    the chunks backwards with its dS slice in shared memory (FP32); writes dS1 per chunk slot and
-//    dinitial_state. Separable over state rows, needs no S0, reads the record (split operands
-//    summed back to FP32: hi + lo is exact).
+// 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16, 32 or 64 state rows, head,
+//    document; the forward's wave rule), walking the chunks backwards with its dS slice in shared
+//    memory (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows, needs
+//    no S0, reads the record (split operands summed back to FP32: hi + lo is exact), the next
+//    chunk's operands loaded into registers while the current one computes.
 // 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product in
 //    FP32 on CUDA cores (the study's "fp32" scheme: FP32 outputs x15 under SPEC's limits), the
 //    decayed pair terms with one exp(G_t - G_i) per element (<= 1: no overflow, no sub-chunk
@@ -26,9 +27,9 @@
 //    partials of ddt_bias and dA_log (per key channel).
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
-// FIRST VERSION: correctness first. The study's tensor-core scheme (BF16x3 mma.sync for every
-// product but the four decayed ones, 3xTF32 for those) is not implemented yet; kernels 2 and 3
-// are plain FP32 CUDA-core loops (bench/results/kda_h200.md, "Chunked backward: first version").
+// Kernels 2 and 3 are FP32 CUDA-core loops; the study's tensor-core scheme (BF16x3 mma.sync for
+// every product but the four decayed ones, 3xTF32 for those) is the next step
+// (bench/results/kda_h200.md, "2026-11-29, fourth session").
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -93,16 +94,8 @@ __device__ __forceinline__ Rec RecordAt(const char* records, int64_t slot, int64
   return x;
 }
 
-// hi + lo of a split operand: exact in FP32 (lo's exponent is >= 8 below hi's).
-__device__ __forceinline__ float Joined(const uint16_t* base, int idx, int lo_offset) {
-  return Bf16(base[idx]) + Bf16(base[idx + lo_offset]);
-}
-
-// dst[0 .. 7] = hi + lo of eight consecutive split operands (16-byte aligned source and a
-// 16-byte aligned destination): one 16-byte load per part, two 16-byte stores.
-__device__ __forceinline__ void StageJoined8(float* dst, const uint16_t* src, int lo_offset) {
-  const uint4 hi = *reinterpret_cast<const uint4*>(src);
-  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_offset);
+// hi + lo of eight split operands (exact in FP32: lo's exponent is >= 8 below hi's) to dst.
+__device__ __forceinline__ void StoreJoined8(float* dst, uint4 hi, uint4 lo) {
   auto join = [](uint32_t h, uint32_t l, int half) {
     return half ? Bf16(h >> 16) + Bf16(l >> 16) : Bf16(h & 0xffff) + Bf16(l & 0xffff);
   };
@@ -110,6 +103,28 @@ __device__ __forceinline__ void StageJoined8(float* dst, const uint16_t* src, in
                                                 join(hi.y, lo.y, 0), join(hi.y, lo.y, 1));
   *reinterpret_cast<float4*>(dst + 4) = make_float4(join(hi.z, lo.z, 0), join(hi.z, lo.z, 1),
                                                     join(hi.w, lo.w, 0), join(hi.w, lo.w, 1));
+}
+
+// dst[0 .. 7] = hi + lo of eight consecutive split operands (16-byte aligned source and a
+// 16-byte aligned destination): one 16-byte load per part, two 16-byte stores.
+__device__ __forceinline__ void StageJoined8(float* dst, const uint16_t* src, int lo_offset) {
+  StoreJoined8(dst, *reinterpret_cast<const uint4*>(src),
+               *reinterpret_cast<const uint4*>(src + lo_offset));
+}
+
+// dst[j * ld] = hi + lo of src[j], j < 8 (src 16-byte aligned): a transposed copy with one 16-byte
+// load per part; consecutive threads take consecutive dst columns (no bank conflicts) and read
+// rows 128 B apart, where one element per thread and row cost a sector per element.
+__device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t* src,
+                                              int lo_offset) {
+  const uint4 hi = *reinterpret_cast<const uint4*>(src);
+  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_offset);
+  const uint32_t h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    dst[(2 * j) * ld] = Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff);
+    dst[(2 * j + 1) * ld] = Bf16(h[j] >> 16) + Bf16(l[j] >> 16);
+  }
 }
 
 // acc + a . b in the order x, y, z, w (one fixed order: bitwise reproducible).
@@ -128,37 +143,116 @@ __device__ __forceinline__ float4 Bf16x4(const uint16_t* p) {
 
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
 
+template <int kRowsT>
 struct ChainTraits {
-  static constexpr int kRows = 16;  // state rows per CTA
+  static constexpr int kRows = kRowsT;  // state rows per CTA
   static constexpr int kSlices = kDim / kRows;
   static constexpr int kThreads = 256;
-  static constexpr int kDsStride = kDim + 1;  // dS rows read down a column: no bank conflicts
-  static constexpr int kColStride = kRows + 1;
-  // dU: thread = (slice column j, 4 consecutive tokens); dS: thread = (key k, every 2nd row).
+  static constexpr int kDsStride = kDim + 1;    // dS rows read down a column: no bank conflicts
+  static constexpr int kColStride = kRows + 4;  // dO, dU rows: 16-byte aligned row blocks
+  // dU: item = (slice column j, 4 consecutive tokens); dS: thread = (key k, a block of
+  // kRowsPerThread consecutive rows, read as float4 broadcasts).
   static constexpr int kTokBlocks = kChunk / 4;
   static constexpr int kRowsPerThread = kRows * kDim / kThreads;
-  static_assert(kRows * kTokBlocks == kThreads, "one dU item per thread");
+  // Record operands prefetched into registers one step ahead: 16-byte pieces of Q Gam, -W,
+  // Kdec^T (kRowPieces each) and M (kMPieces), hi and lo; dO of the slice (kDoPer per thread).
+  static constexpr int kRowPieces = kChunk * kDim / 8 / kThreads;
+  static constexpr int kMPieces = kChunk * kChunk / 8 / kThreads;
+  static constexpr int kDoPer = kChunk * kRows / kThreads;
+  static_assert((kRows * kTokBlocks) % kThreads == 0, "whole dU items per thread");
   static_assert(kThreads % kDim == 0 && kRowsPerThread * (kThreads / kDim) == kRows, "dS items");
+  static_assert(kRowsPerThread % 4 == 0, "float4 row blocks");
+  static_assert(kRowPieces * kThreads * 8 == kChunk * kDim &&
+                    kMPieces * kThreads * 8 == kChunk * kChunk,
+                "whole pieces");
 };
 
-// The chain's shared memory: the chunk's record operands in FP32 (hi + lo), staged once per
-// step (coalesced) and read as float4 runs, plus the dS slice and the slice's dO and dU columns.
+// The chain's shared memory: the chunk's record operands in FP32 (hi + lo), stored once per
+// step from registers and read as float4 runs, plus the dS slice and the slice's dO and dU
+// columns.
+template <int kRows>
 struct ChainSmem {
-  float qg[kChunk][kDim];                                // Q Gam [t][k]
-  float nw[kChunk][kDim];                                // -W [t][k]
-  float kdt[kDim][kChunk];                               // Kdec^T [k][t]
-  float m[kChunk][kChunk];                               // M [s][t]
-  float ds[ChainTraits::kRows][ChainTraits::kDsStride];  // dS slice: dS1 of the chunk walked
-  float dob[kChunk][ChainTraits::kColStride];            // dO, this slice's columns, unscaled
-  float du[kChunk][ChainTraits::kColStride];             // dU, this slice's columns
-  float gc[kDim];                                        // Gam_C
+  using Tr = ChainTraits<kRows>;
+  float qg[kChunk][kDim];                         // Q Gam [t][k]
+  float nw[kChunk][kDim];                         // -W [t][k]
+  float kdt[kDim][kChunk];                        // Kdec^T [k][t]
+  float m[kChunk][kChunk];                        // M [s][t]
+  float ds[kRows][Tr::kDsStride];                 // dS slice: dS1 of the chunk walked
+  alignas(16) float dob[kChunk][Tr::kColStride];  // dO, this slice's columns, unscaled
+  alignas(16) float du[kChunk][Tr::kColStride];   // dU, this slice's columns
+  float gc[kDim];                                 // Gam_C
 };
 
-__global__ void __launch_bounds__(ChainTraits::kThreads)
+// One chunk's operands in flight: loaded into registers while the previous chunk computes (the
+// L2 latency of ~30 dependent 16-byte loads per thread was paid in every step), then stored.
+template <int kRows>
+struct ChainPending {
+  using Tr = ChainTraits<kRows>;
+  uint4 hi[3][Tr::kRowPieces], lo[3][Tr::kRowPieces];
+  uint4 mhi[Tr::kMPieces], mlo[Tr::kMPieces];
+  uint16_t dob[Tr::kDoPer];
+  float gc;
+};
+
+template <int kRows>
+__device__ __forceinline__ void ChainIssue(const ChunkBwdArgs& a, int64_t slot, int64_t t0, int len,
+                                           int64_t h, int v0, int tid, ChainPending<kRows>& p) {
+  using Tr = ChainTraits<kRows>;
+  const Rec rec = RecordAt(a.records, slot, a.s.H, h);
+  const uint16_t* src[3] = {rec.qg, rec.negw, rec.kdt};
+#pragma unroll
+  for (int m = 0; m < 3; ++m) {
+#pragma unroll
+    for (int i = 0; i < Tr::kRowPieces; ++i) {
+      const int e = 8 * (tid + i * Tr::kThreads);
+      p.hi[m][i] = *reinterpret_cast<const uint4*>(src[m] + e);
+      p.lo[m][i] = *reinterpret_cast<const uint4*>(src[m] + e + kRowMatLo);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < Tr::kMPieces; ++i) {
+    const int e = 8 * (tid + i * Tr::kThreads);
+    p.mhi[i] = *reinterpret_cast<const uint4*>(rec.m + e);
+    p.mlo[i] = *reinterpret_cast<const uint4*>(rec.m + e + kMLo);
+  }
+#pragma unroll
+  for (int i = 0; i < Tr::kDoPer; ++i) {
+    const int e = tid + i * Tr::kThreads, t = e / kRows, j = e % kRows;
+    p.dob[i] = t < len ? a.d_o[((t0 + t) * a.s.H + h) * kDim + v0 + j] : uint16_t{0};
+  }
+  p.gc = tid < kDim ? rec.gamc[tid] : 0.f;
+}
+
+template <int kRows>
+__device__ __forceinline__ void ChainCommit(const ChainPending<kRows>& p, int tid,
+                                            ChainSmem<kRows>& sm) {
+  using Tr = ChainTraits<kRows>;
+  float* dst[3] = {&sm.qg[0][0], &sm.nw[0][0], &sm.kdt[0][0]};
+#pragma unroll
+  for (int m = 0; m < 3; ++m) {
+#pragma unroll
+    for (int i = 0; i < Tr::kRowPieces; ++i) {
+      StoreJoined8(dst[m] + 8 * (tid + i * Tr::kThreads), p.hi[m][i], p.lo[m][i]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < Tr::kMPieces; ++i) {
+    StoreJoined8(&sm.m[0][0] + 8 * (tid + i * Tr::kThreads), p.mhi[i], p.mlo[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < Tr::kDoPer; ++i) {
+    const int e = tid + i * Tr::kThreads;
+    sm.dob[e / kRows][e % kRows] = Bf16(p.dob[i]);
+  }
+  if (tid < kDim) sm.gc[tid] = p.gc;
+}
+
+template <int kRows>
+__global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
     KdaChunkDstateKernel(const __grid_constant__ ChunkBwdArgs a) {
-  using Tr = ChainTraits;
+  using Tr = ChainTraits<kRows>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  ChainSmem& sm = *reinterpret_cast<ChainSmem*>(smem_raw);
+  ChainSmem<kRows>& sm = *reinterpret_cast<ChainSmem<kRows>*>(smem_raw);
   const int v0 = blockIdx.x * Tr::kRows;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -168,7 +262,19 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
   DocBounds(a.s, n, &bos, &eos);
   const int64_t chunks = (eos - bos + kChunk - 1) / kChunk;
   const int64_t state_off = (n * H + h) * kDimSq + int64_t{v0} * kDim;
+  auto chunk_at = [&](int64_t c, int64_t* slot, int64_t* t0, int* len) {
+    *slot = bos / kChunk + n + c;
+    *t0 = bos + c * kChunk;
+    *len = static_cast<int>(min(int64_t{kChunk}, eos - *t0));
+  };
 
+  ChainPending<kRows> pend;
+  if (chunks > 0) {
+    int64_t slot, t0;
+    int len;
+    chunk_at(chunks - 1, &slot, &t0, &len);
+    ChainIssue<kRows>(a, slot, t0, len, h, v0, tid, pend);
+  }
   for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
     const int r = e / kDim, k = e % kDim;
     sm.ds[r][k] = a.dfinal_state == nullptr ? 0.f : a.dfinal_state[state_off + r * kDim + k];
@@ -176,33 +282,27 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
   __syncthreads();
 
   for (int64_t c = chunks - 1; c >= 0; --c) {
-    const int64_t slot = bos / kChunk + n + c;
-    const int64_t t0 = bos + c * kChunk;
-    const int len = static_cast<int>(min(int64_t{kChunk}, eos - t0));
-    const Rec rec = RecordAt(a.records, slot, H, h);
+    int64_t slot, t0;
+    int len;
+    chunk_at(c, &slot, &t0, &len);
     float* out = a.ds1 + (slot * H + h) * kDimSq + int64_t{v0} * kDim;
     for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
       out[e] = sm.ds[e / kDim][e % kDim];
     }
-    for (int e = tid; e < kChunk * Tr::kRows; e += Tr::kThreads) {
-      const int t = e / Tr::kRows, j = e % Tr::kRows;
-      sm.dob[t][j] = t < len ? Bf16(a.d_o[((t0 + t) * H + h) * kDim + v0 + j]) : 0.f;
-    }
-    for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
-      StageJoined8(&sm.qg[0][0] + e, rec.qg + e, kRowMatLo);
-      StageJoined8(&sm.nw[0][0] + e, rec.negw + e, kRowMatLo);
-      StageJoined8(&sm.kdt[0][0] + e, rec.kdt + e, kRowMatLo);
-    }
-    for (int e = 8 * tid; e < kChunk * kChunk; e += 8 * Tr::kThreads) {
-      StageJoined8(&sm.m[0][0] + e, rec.m + e, kMLo);
-    }
-    if (tid < kDim) sm.gc[tid] = rec.gamc[tid];
+    ChainCommit<kRows>(pend, tid, sm);
     __syncthreads();
+    if (c > 0) {  // the next chunk's loads fly while this one computes
+      int64_t nslot, nt0;
+      int nlen;
+      chunk_at(c - 1, &nslot, &nt0, &nlen);
+      ChainIssue<kRows>(a, nslot, nt0, nlen, h, v0, tid, pend);
+    }
 
     // dU[t][j] = scale sum_{s >= t} M[s][t] dO[s][j] + sum_k Kdec[t][k] dS[j][k], tokens
     // t = 4 tb .. 4 tb + 3 (M[s][t] = 0 for s < t, so s starts at the block's first token).
-    {
-      const int j = tid % Tr::kRows, tb = tid / Tr::kRows;
+#pragma unroll 1
+    for (int item = tid; item < Tr::kRows * Tr::kTokBlocks; item += Tr::kThreads) {
+      const int j = item % Tr::kRows, tb = item / Tr::kRows;
       float4 a1 = make_float4(0.f, 0.f, 0.f, 0.f), a2 = a1;
 #pragma unroll 4
       for (int s = 4 * tb; s < kChunk; ++s) {
@@ -226,10 +326,10 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
     __syncthreads();
 
     // dS0[j][k] = dS[j][k] Gam_C[k] + scale sum_t dO[t][j] QGam[t][k] + sum_t dU[t][j] (-W)[t][k]
-    // for key k and rows j = j0, j0 + 2, ...: the two record values of a token serve all rows.
+    // for key k and rows j = j0 .. j0 + kPer - 1: the two record values of a token serve all
+    // rows, whose dO and dU values come as float4 broadcasts.
     constexpr int kPer = Tr::kRowsPerThread;
-    constexpr int kRowStep = Tr::kThreads / kDim;
-    const int k = tid % kDim, j0 = tid / kDim;
+    const int k = tid % kDim, j0 = (tid / kDim) * kPer;
     float x[kPer], y[kPer];
 #pragma unroll
     for (int i = 0; i < kPer; ++i) x[i] = y[i] = 0.f;
@@ -237,20 +337,27 @@ __global__ void __launch_bounds__(ChainTraits::kThreads)
     for (int t = 0; t < kChunk; ++t) {
       const float q = sm.qg[t][k], w = sm.nw[t][k];
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        x[i] = fmaf(sm.dob[t][j0 + kRowStep * i], q, x[i]);
-        y[i] = fmaf(sm.du[t][j0 + kRowStep * i], w, y[i]);
+      for (int i = 0; i < kPer; i += 4) {
+        const float4 d = *reinterpret_cast<const float4*>(&sm.dob[t][j0 + i]);
+        const float4 u = *reinterpret_cast<const float4*>(&sm.du[t][j0 + i]);
+        x[i] = fmaf(d.x, q, x[i]);
+        x[i + 1] = fmaf(d.y, q, x[i + 1]);
+        x[i + 2] = fmaf(d.z, q, x[i + 2]);
+        x[i + 3] = fmaf(d.w, q, x[i + 3]);
+        y[i] = fmaf(u.x, w, y[i]);
+        y[i + 1] = fmaf(u.y, w, y[i + 1]);
+        y[i + 2] = fmaf(u.z, w, y[i + 2]);
+        y[i + 3] = fmaf(u.w, w, y[i + 3]);
       }
     }
     float nv[kPer];
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
-      const int j = j0 + kRowStep * i;
-      nv[i] = sm.ds[j][k] * sm.gc[k] + fmaf(a.s.scale, x[i], y[i]);
+      nv[i] = sm.ds[j0 + i][k] * sm.gc[k] + fmaf(a.s.scale, x[i], y[i]);
     }
     __syncthreads();  // every thread has read dS, dO, dU and the record of chunk c
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) sm.ds[j0 + kRowStep * i][k] = nv[i];
+    for (int i = 0; i < kPer; ++i) sm.ds[j0 + i][k] = nv[i];
     __syncthreads();
   }
   // dS0 of the first chunk (dfinal_state itself for an empty document).
@@ -270,6 +377,10 @@ struct GradTraits {
   static constexpr int kPerThread = kChunk / kTq;
   static_assert(kThreads % kDim == 0 && kChunk % kTq == 0 && kChunk % kWarps == 0, "mapping");
   static_assert(kTq == 4 && kDim / 32 == 4, "4 warps per token group: 4 partial dot products");
+  // S0 / dS1 key tiles staged for U and dU; row stride 20 floats: 8 consecutive rows' 16-byte
+  // reads fall in distinct banks.
+  static constexpr int kTile = 16;
+  static constexpr int kStageLd = kTile + 4;
 };
 
 struct GradSmem {
@@ -278,7 +389,8 @@ struct GradSmem {
   uint16_t q[kChunk][kDim];    // raw queries
   uint16_t d_o[kChunk][kDim];  // raw dO
   union {
-    float u[kChunk][kDim];  // U
+    float u[kChunk][kDim];                       // U
+    float stage[2][kDim][GradTraits::kStageLd];  // S0, dS1 key tiles (before U)
     struct {
       float p[kChunk][kChunk];   // P = A / beta (strictly lower)
       float da[kChunk][kChunk];  // dA (strictly lower)
@@ -380,13 +492,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
     StageJoined8(&sm.bufw[0][0] + e, rec.negw + e, kRowMatLo);
   }
-  for (int e = tid; e < kChunk * kDim; e += Tr::kThreads) {
-    const int t = e / kDim, k = e % kDim;
-    sm.bufu[t][k] = Joined(rec.kdt, k * kChunk + t, kRowMatLo);
+  for (int e = tid; e < kDim * kChunk / 8; e += Tr::kThreads) {
+    const int k = e % kDim, tb = e / kDim;
+    StageJoinedT8(&sm.bufu[8 * tb][k], kDim, rec.kdt + k * kChunk + 8 * tb, kRowMatLo);
   }
-  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-    const int t = e / kChunk, s = e % kChunk;
-    sm.dm[t][s] = Joined(rec.m, s * kChunk + t, kMLo);
+  for (int e = tid; e < kChunk * kChunk / 8; e += Tr::kThreads) {
+    const int s = e % kChunk, tb = e / kChunk;
+    StageJoinedT8(&sm.dm[8 * tb][s], kChunk, rec.m + s * kChunk + 8 * tb, kMLo);
   }
   __syncthreads();
   if (tid < kDim) {
@@ -409,17 +521,31 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       a1[j] = 0.f;
       a2[j] = 0.f;
     }
+    // S0 and dS1 rows through shared memory in 16-key tiles, loaded coalesced once per CTA (a
+    // row per thread straight from L2 re-read each 16-byte piece in four warps, ~1 MB per CTA).
 #pragma unroll 1
-    for (int k = 0; k < kDim; k += 4) {
-      const float4 sv = *reinterpret_cast<const float4*>(s0 + kc * kDim + k);
-      const float4 dsv = *reinterpret_cast<const float4*>(ds1 + kc * kDim + k);
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        const float4 w = *reinterpret_cast<const float4*>(&sm.bufw[tq + 4 * j][k]);
-        const float4 kd = *reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][k]);
-        acc[j] = Dot4(w, sv, acc[j]);
-        a2[j] = Dot4(kd, dsv, a2[j]);
+    for (int k0 = 0; k0 < kDim; k0 += Tr::kTile) {
+      constexpr int kPieces = kDim * Tr::kTile / 4;
+      for (int e = tid; e < 2 * kPieces; e += Tr::kThreads) {
+        const int which = e / kPieces, r = (e % kPieces) / 4, c = 4 * (e % 4);
+        const float* src = (which == 0 ? s0 : ds1) + r * kDim + k0 + c;
+        *reinterpret_cast<float4*>(&sm.r1.stage[which][r][c]) =
+            *reinterpret_cast<const float4*>(src);
       }
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < Tr::kTile; k += 4) {
+        const float4 sv = *reinterpret_cast<const float4*>(&sm.r1.stage[0][kc][k]);
+        const float4 dsv = *reinterpret_cast<const float4*>(&sm.r1.stage[1][kc][k]);
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
+          const float4 w = *reinterpret_cast<const float4*>(&sm.bufw[tq + 4 * j][k0 + k]);
+          const float4 kd = *reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][k0 + k]);
+          acc[j] = Dot4(w, sv, acc[j]);
+          a2[j] = Dot4(kd, dsv, a2[j]);
+        }
+      }
+      __syncthreads();  // the tile is consumed (the last one before U takes its space)
     }
 #pragma unroll 1
     for (int s = 0; s < kChunk; s += 4) {
@@ -549,24 +675,24 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();
 
-  // dA[t][i] = sum_k dKb[t][k] (-W)[i][k] - sum_v dVb[t][v] Uv[i][v], i < t.
+  // dA[t][i] = sum_k dKb[t][k] (-W)[i][k] - sum_v dVb[t][v] Uv[i][v], i < t (zero elsewhere: the
+  // dbeta sums read whole rows). Warp per row i of the record operands, loaded once and coalesced
+  // (lane owns k = 4 lane .. 4 lane + 3), a fixed-order warp sum per element: the record stays in
+  // L2, and reading it per element (a row per lane) cost ~6 MB of L2 sectors per CTA.
 #pragma unroll 1
-  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-    const int t = e / kChunk, i = e % kChunk;
-    float x = 0.f, y = 0.f;
-    if (i < t) {
-#pragma unroll 1
-      for (int kb = 0; kb < kDim / 4; ++kb) {
-        const int k = 4 * ((kb + i) % (kDim / 4));
-        const float4 hi = Bf16x4(rec.negw + i * kDim + k);
-        const float4 lo = Bf16x4(rec.negw + kRowMatLo + i * kDim + k);
-        const float4 nw = make_float4(hi.x + lo.x, hi.y + lo.y, hi.z + lo.z, hi.w + lo.w);
-        x = Dot4(*reinterpret_cast<const float4*>(&sm.bufw[t][k]), nw, x);
-        y = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[t][k]),
-                 *reinterpret_cast<const float4*>(rec.uv + i * kDim + k), y);
-      }
+  for (int i = warp; i < kChunk; i += Tr::kWarps) {
+    const float4 hi = Bf16x4(rec.negw + i * kDim + 4 * lane);
+    const float4 lo = Bf16x4(rec.negw + kRowMatLo + i * kDim + 4 * lane);
+    const float4 nw = make_float4(hi.x + lo.x, hi.y + lo.y, hi.z + lo.z, hi.w + lo.w);
+    const float4 uv = *reinterpret_cast<const float4*>(rec.uv + i * kDim + 4 * lane);
+    for (int t = lane; t <= i; t += 32) sm.r1.pa.da[t][i] = 0.f;
+#pragma unroll 2
+    for (int t = i + 1; t < kChunk; ++t) {
+      const float x = Dot4(*reinterpret_cast<const float4*>(&sm.bufw[t][4 * lane]), nw, 0.f);
+      const float y = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[t][4 * lane]), uv, 0.f);
+      const float d = WarpSum(x - y);
+      if (lane == 0) sm.r1.pa.da[t][i] = d;
     }
-    sm.r1.pa.da[t][i] = x - y;
   }
   __syncthreads();
 
@@ -595,28 +721,46 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
 
   // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise.
-  // Row side (i < t): rowA = sum dA[t][i] kh_i e, rowM = sum dM[t][i] kh_i e; column side (s > t):
-  // colA = sum beta_s dA[s][t] kh_s e, colM = sum dM[s][t] qh_s e; e = exp(G_later - G_earlier).
+  // Row side (i < t): rowA = sum dA[t][i] kh_i e, rowM = sum dM[t][i] kh_i e; column side (i > t):
+  // col = sum (beta_i dA[i][t] kh_i + dM[i][t] qh_i) e; e = exp(G_later - G_earlier) <= 1.
+  // One walk over i per group of kGroup tokens: kh_i, qh_i, G_i and beta_i are read once for the
+  // group (their loads, not the exponentials, dominated a walk per token).
+  constexpr int kGroup = 8;
 #pragma unroll
-  for (int j = 0; j < kJ; ++j) {
-    const int t = tq + 4 * j;
-    const float gt = sm.G[t][kc];
-    const float kht = KhAt(sm, t, kc), qht = QhAt(sm, t, kc), btt = sm.bt[t];
-    float rowA = 0.f, rowM = 0.f, colA = 0.f, colM = 0.f;
-    for (int i = 0; i < t; ++i) {
-      const float f = KhAt(sm, i, kc) * expf(gt - sm.G[i][kc]);
-      rowA = fmaf(sm.r1.pa.da[t][i], f, rowA);
-      rowM = fmaf(sm.dm[t][i], f, rowM);
+  for (int j0 = 0; j0 < kJ; j0 += kGroup) {
+    float gt[kGroup], rowA[kGroup], rowM[kGroup], col[kGroup];
+#pragma unroll
+    for (int jj = 0; jj < kGroup; ++jj) {
+      gt[jj] = sm.G[tq + 4 * (j0 + jj)][kc];
+      rowA[jj] = rowM[jj] = col[jj] = 0.f;
     }
-    for (int s = t + 1; s < kChunk; ++s) {
-      const float e = expf(sm.G[s][kc] - gt);
-      colA = fmaf(sm.bt[s] * sm.r1.pa.da[s][t], KhAt(sm, s, kc) * e, colA);
-      colM = fmaf(sm.dm[s][t], QhAt(sm, s, kc) * e, colM);
+#pragma unroll 1
+    for (int i = 0; i < kChunk; ++i) {
+      const float khi = KhAt(sm, i, kc), qhi = QhAt(sm, i, kc), gi = sm.G[i][kc];
+      const float bti = sm.bt[i];
+#pragma unroll
+      for (int jj = 0; jj < kGroup; ++jj) {
+        const int t = tq + 4 * (j0 + jj);  // warp-uniform: the branches do not diverge
+        if (i < t) {
+          const float f = khi * expf(gt[jj] - gi);
+          rowA[jj] = fmaf(sm.r1.pa.da[t][i], f, rowA[jj]);
+          rowM[jj] = fmaf(sm.dm[t][i], f, rowM[jj]);
+        } else if (i > t) {
+          const float e = expf(gi - gt[jj]);
+          col[jj] = fmaf(bti * sm.r1.pa.da[i][t], khi * e, col[jj]);
+          col[jj] = fmaf(sm.dm[i][t], qhi * e, col[jj]);
+        }
+      }
     }
-    const float dmd = sm.dm[t][t];
-    dkh[j] += btt * rowA + (colA + colM) + dmd * qht;
-    dqh[j] += rowM + dmd * kht;
-    X[j] += kht * (btt * rowA) + qht * rowM - kht * (colA + colM);
+#pragma unroll
+    for (int jj = 0; jj < kGroup; ++jj) {
+      const int j = j0 + jj, t = tq + 4 * j;
+      const float kht = KhAt(sm, t, kc), qht = QhAt(sm, t, kc), btt = sm.bt[t];
+      const float dmd = sm.dm[t][t];
+      dkh[j] += btt * rowA[jj] + col[jj] + dmd * qht;
+      dqh[j] += rowM[jj] + dmd * kht;
+      X[j] += kht * (btt * rowA[jj]) + qht * rowM[jj] - kht * col[jj];
+    }
   }
   __syncthreads();  // dKb, dVb are dead: their space takes X and Y
 
@@ -707,6 +851,35 @@ __global__ void __launch_bounds__(kDim)
   }
 }
 
+template <int kRows>
+Status LaunchChainAs(const ChunkBwdArgs& b, cudaStream_t stream) {
+  using Tr = ChainTraits<kRows>;
+  static std::atomic<uint64_t> done{0};
+  constexpr int kSmem = static_cast<int>(sizeof(ChainSmem<kRows>));
+  Status attr = AllowSmem(KdaChunkDstateKernel<kRows>, kSmem, &done, "the reverse chain");
+  if (!attr.ok()) return attr;
+  const dim3 grid(Tr::kSlices, static_cast<unsigned>(b.s.H), static_cast<unsigned>(b.s.N));
+  KdaChunkDstateKernel<kRows><<<grid, Tr::kThreads, kSmem, stream>>>(b);
+  return CheckLaunch("the chunked backward's reverse chain");
+}
+
+// Every slice stages the whole record per step, so wider slices cut that traffic but serialise
+// more work per CTA: 16-row slices while they fit one wave of one CTA per SM, 32-row slices up to
+// two, 64-row slices beyond (the forward's state-pass rule; first device run: 16-row slices in
+// two waves at H = 32 cost 24 us per step against 12 in one).
+Status LaunchChain(const ChunkBwdArgs& b, cudaStream_t stream) {
+  int dev = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
+  }
+  const int64_t chains = b.s.N * b.s.H;
+  if (chains * ChainTraits<16>::kSlices <= sms) return LaunchChainAs<16>(b, stream);
+  if (chains * ChainTraits<32>::kSlices <= 2 * sms) return LaunchChainAs<32>(b, stream);
+  return LaunchChainAs<64>(b, stream);
+}
+
 }  // namespace
 
 bool KdaChunkedBackwardEnabled() {
@@ -766,16 +939,8 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     Status fwd = LaunchChunkedForward(f, ws + layout.records, layout.s0 - layout.records, stream);
     if (!fwd.ok()) return fwd;
     // 2. The reverse chain.
-    static std::atomic<uint64_t> chain_done{0};
-    constexpr int kChainSmem = static_cast<int>(sizeof(ChainSmem));
-    Status chain_attr =
-        AllowSmem(KdaChunkDstateKernel, kChainSmem, &chain_done, "the reverse chain");
-    if (!chain_attr.ok()) return chain_attr;
-    const dim3 chain_grid(ChainTraits::kSlices, static_cast<unsigned>(f.s.H),
-                          static_cast<unsigned>(f.s.N));
-    KdaChunkDstateKernel<<<chain_grid, ChainTraits::kThreads, kChainSmem, stream>>>(b);
-    Status launched = CheckLaunch("the chunked backward's reverse chain");
-    if (!launched.ok()) return launched;
+    Status chain = LaunchChain(b, stream);
+    if (!chain.ok()) return chain;
     // 3. Every chunk's gradients and partials (gap slots write zero partials).
     constexpr int kSmem = static_cast<int>(sizeof(GradSmem));
     static std::atomic<uint64_t> done{0};

@@ -43,7 +43,7 @@ def forward(src):
 
 
 def backward(src):
-    end = src.index("}  // namespace\n\nbool KdaChunkedBackwardEnabled")
+    end = src.index("template <int kRows>\nStatus LaunchChainAs")
     return common(src[:end]) + "}  // namespace\n"
 
 

@@ -9,6 +9,7 @@ void EmuChunkedForwardCheckpoints(const FwdArgs& a, char* ws);
 
 #include <cstdio>
 #include <random>
+#include <type_traits>
 
 #include "reference/kda_reference_internal.h"
 
@@ -49,6 +50,9 @@ int main(int argc, char** argv) {
   const double dt_mean = argc > 2 ? std::atof(argv[2]) : 0.0;
   // "kernels": records and S0 from the emulated launch 1; otherwise built here in FP64.
   const bool use_kernels = argc > 3 && std::strcmp(argv[3], "kernels") == 0;
+  // The reverse chain's slice width (16, 32 or 64 state rows per CTA).
+  const int chain_rows = argc > 4 ? std::atoi(argv[4]) : 16;
+  if (chain_rows != 16 && chain_rows != 32 && chain_rows != 64) return 2;
   std::mt19937_64 rng(7);
   std::normal_distribution<double> nd(0.0, 1.0);
   R::Problem p;
@@ -206,8 +210,14 @@ int main(int argc, char** argv) {
   b.dbeta = dbeta.data();
   b.dinitial_state = dinit.data();
   using namespace cakegrad::kernels::kda_cuda;
-  EmuLaunch({unsigned(ChainTraits::kSlices), unsigned(H), unsigned(N)}, ChainTraits::kThreads,
-            [&] { KdaChunkDstateKernel(b); });
+  auto chain = [&](auto rows) {
+    using Tr = ChainTraits<decltype(rows)::value>;
+    EmuLaunch({unsigned(Tr::kSlices), unsigned(H), unsigned(N)}, Tr::kThreads,
+              [&] { KdaChunkDstateKernel<decltype(rows)::value>(b); });
+  };
+  if (chain_rows == 16) chain(std::integral_constant<int, 16>{});
+  if (chain_rows == 32) chain(std::integral_constant<int, 32>{});
+  if (chain_rows == 64) chain(std::integral_constant<int, 64>{});
   std::printf("chain done\n");
   EmuLaunch({unsigned(slots), unsigned(H), 1}, GradTraits::kThreads,
             [&] { KdaChunkGradKernel(b); });

@@ -22,8 +22,9 @@ g++ -std=c++20 -O2 -w -Ikernels/include -Ikernels -Ikernels/cuda -I/usr/local/cu
   kernels/reference/kda_reference.cc \
   -o "$out/kda_chunked_backward_emu" -lpthread
 # Records and S0 built in FP64 (kernels 2-4 alone), then from the emulated launch 1 (all four).
+# The three cases run the reverse chain's 16-, 32- and 64-row slices in turn.
 for src in fp64 kernels; do
-  "$out/kda_chunked_backward_emu" init 0 $src
-  "$out/kda_chunked_backward_emu" noinit 0 $src
-  "$out/kda_chunked_backward_emu" init -6 $src
+  "$out/kda_chunked_backward_emu" init 0 $src 16
+  "$out/kda_chunked_backward_emu" noinit 0 $src 32
+  "$out/kda_chunked_backward_emu" init -6 $src 64
 done
