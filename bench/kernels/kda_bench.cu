@@ -11,9 +11,10 @@
 // (bench/results/kda_h200.md: C = 64, BF16x3 state-path products at the BF16 rate, TF32 output
 // products, per token and head kk 16384 + solve 2731 + W/Uv 32768 + state 65536 FLOP at x3, out
 // 65536 FLOP at the TF32 rate).
-// The "bwd chunked" line times the chunked backward (kda_chunked_backward.cu, first version: FP32
-// CUDA-core products) with the same FLOP and byte counts, and compares its outputs with the
-// sequential backward's (rel-L2 of the chunked against the sequential, both device results).
+// The "bwd" line times the sequential backward (kda_backward.cu), the "bwd chunked" line the
+// chunked one (kda_chunked_backward.cu, KdaBackwardCuda's default; FP32 CUDA-core products) with
+// the same FLOP and byte counts, and compares its outputs with the sequential backward's (rel-L2
+// of the chunked against the sequential, both device results).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,7 +34,6 @@
 namespace {
 
 using cakegrad::kernels::DType;
-using cakegrad::kernels::KdaBackwardCuda;
 using cakegrad::kernels::KdaBackwardWorkspaceBytes;
 using cakegrad::kernels::KdaBwdParams;
 using cakegrad::kernels::KdaForwardCuda;
@@ -206,7 +206,8 @@ void Run(const Case& c) {
     }
   };
   const double fwd = MedianMs([&] { check(KdaForwardCuda(f, nullptr)); }, 3, 15);
-  const double bwd = MedianMs([&] { check(KdaBackwardCuda(b, nullptr)); }, 3, 15);
+  const double bwd = MedianMs(
+      [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardSequentialCuda(b, nullptr)); }, 3, 15);
   BENCH_CUDA(cudaGetLastError());
   BENCH_CUDA(cudaDeviceSynchronize());
   // The chunked backward: outputs of one sequential run saved, then timed, then compared.
@@ -231,7 +232,7 @@ void Run(const Case& c) {
       out->push_back(std::move(x));
     }
   };
-  check(KdaBackwardCuda(b, nullptr));
+  check(cakegrad::kernels::kda_cuda::KdaBackwardSequentialCuda(b, nullptr));
   BENCH_CUDA(cudaDeviceSynchronize());
   download(&seq_out);
   const double bwd_chunked = MedianMs(

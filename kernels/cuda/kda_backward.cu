@@ -402,12 +402,8 @@ __global__ void __launch_bounds__(kDim)
 }
 
 }  // namespace
-}  // namespace kda_cuda
 
-Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
-  // The chunked backward (kda_chunked_backward.cu) only on request until it has passed the
-  // device tests; this sequential backward stays the default.
-  if (kda_cuda::KdaChunkedBackwardEnabled()) return kda_cuda::KdaBackwardChunkedCuda(p, stream);
+Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   using kda_cuda::BwdTraits;
   kda_cuda::FwdArgs f{};
   Status st = kda_cuda::CheckBackwardParams(p, &f.s);
@@ -461,6 +457,16 @@ Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
   kda_cuda::KdaParamReduceKernel<<<static_cast<unsigned>(f.s.H), kda_cuda::kDim, 0, stream>>>(
       partials, f.s.N, f.s.H, p.dA_log, p.ddt_bias);
   return kda_cuda::CheckLaunch("the parameter reduce");
+}
+
+}  // namespace kda_cuda
+
+Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
+  // The chunked backward (kda_chunked_backward.cu) is the default since it passed every KDA
+  // device test and beat this sequential one at the three bench shapes (bench/results/
+  // kda_h200.md); CAKEGRAD_KDA_CHUNKED_BWD=0 selects the sequential one (fallback, comparisons).
+  if (kda_cuda::KdaChunkedBackwardEnabled()) return kda_cuda::KdaBackwardChunkedCuda(p, stream);
+  return kda_cuda::KdaBackwardSequentialCuda(p, stream);
 }
 
 }  // namespace cakegrad::kernels

@@ -1,6 +1,6 @@
-// The chunked KDA backward (kda_chunked_backward.cu). KdaBackwardCuda routes to it when the
-// environment variable CAKEGRAD_KDA_CHUNKED_BWD is 1 (read once per process); the tests call it
-// directly.
+// The chunked KDA backward (kda_chunked_backward.cu) and the sequential one (kda_backward.cu).
+// KdaBackwardCuda routes to the chunked one unless the environment variable
+// CAKEGRAD_KDA_CHUNKED_BWD is 0 (read once per process); tests and bench call either directly.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,7 +13,10 @@ namespace cakegrad::kernels::kda_cuda {
 // deterministic, graph-capturable, workspace >= KdaBackwardWorkspaceBytes.
 Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream);
 
-// True when CAKEGRAD_KDA_CHUNKED_BWD=1 was set when first asked (cached for the process).
+// The sequential backward (one CTA cluster per (document, head), FP32 recurrence), same contract.
+Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream);
+
+// False when CAKEGRAD_KDA_CHUNKED_BWD=0 was set when first asked (cached for the process).
 bool KdaChunkedBackwardEnabled();
 
 }  // namespace cakegrad::kernels::kda_cuda
