@@ -11,23 +11,29 @@
 // (bench/results/kda_h200.md: C = 64, BF16x3 state-path products at the BF16 rate, TF32 output
 // products, per token and head kk 16384 + solve 2731 + W/Uv 32768 + state 65536 FLOP at x3, out
 // 65536 FLOP at the TF32 rate).
+// The "bwd" line times the sequential backward (kda_backward.cu), the "bwd chunked" line the
+// chunked one (kda_chunked_backward.cu, KdaBackwardCuda's default; FP32 CUDA-core products) with
+// the same FLOP and byte counts, and compares its outputs with the sequential backward's (rel-L2
+// of the chunked against the sequential, both device results).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cakegrad/kernels/kda.h"
+#include "cuda/kda_chunked_backward.cuh"
 
 namespace {
 
 using cakegrad::kernels::DType;
-using cakegrad::kernels::KdaBackwardCuda;
 using cakegrad::kernels::KdaBackwardWorkspaceBytes;
 using cakegrad::kernels::KdaBwdParams;
 using cakegrad::kernels::KdaForwardCuda;
@@ -200,9 +206,41 @@ void Run(const Case& c) {
     }
   };
   const double fwd = MedianMs([&] { check(KdaForwardCuda(f, nullptr)); }, 3, 15);
-  const double bwd = MedianMs([&] { check(KdaBackwardCuda(b, nullptr)); }, 3, 15);
+  const double bwd = MedianMs(
+      [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardSequentialCuda(b, nullptr)); }, 3, 15);
   BENCH_CUDA(cudaGetLastError());
   BENCH_CUDA(cudaDeviceSynchronize());
+  // The chunked backward: outputs of one sequential run saved, then timed, then compared.
+  const size_t n_state = N * c.H * kD * kD;
+  std::vector<std::vector<float>> seq_out;
+  auto download = [&](std::vector<std::vector<float>>* out) {
+    out->clear();
+    for (uint16_t* p : {dq, dk, dv, dg, dbeta}) {
+      const size_t n = p == dbeta ? static_cast<size_t>(c.T * c.H) : tok;
+      std::vector<uint16_t> h(n);
+      BENCH_CUDA(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost));
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t bits = uint32_t(h[i]) << 16;
+        std::memcpy(&x[i], &bits, 4);
+      }
+      out->push_back(std::move(x));
+    }
+    for (auto [p, n] : {std::pair<float*, size_t>{dA, c.H}, {ddt, c.H * kD}, {ds0, n_state}}) {
+      std::vector<float> x(n);
+      BENCH_CUDA(cudaMemcpy(x.data(), p, n * 4, cudaMemcpyDeviceToHost));
+      out->push_back(std::move(x));
+    }
+  };
+  check(cakegrad::kernels::kda_cuda::KdaBackwardSequentialCuda(b, nullptr));
+  BENCH_CUDA(cudaDeviceSynchronize());
+  download(&seq_out);
+  const double bwd_chunked = MedianMs(
+      [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardChunkedCuda(b, nullptr)); }, 3, 15);
+  BENCH_CUDA(cudaGetLastError());
+  BENCH_CUDA(cudaDeviceSynchronize());
+  std::vector<std::vector<float>> chunked_out;
+  download(&chunked_out);
 
   const double pairs = static_cast<double>(c.T) * c.H;
   const double state = static_cast<double>(N) * c.H * kD * kD * 4;
@@ -226,6 +264,20 @@ void Run(const Case& c) {
   std::printf("%-28s fwd  chunked-algorithm floor %6.3f ms  x%5.2f\n", c.name.c_str(),
               chunked_floor_ms, fwd / chunked_floor_ms);
   line("bwd", bwd, bwd_flop, bwd_bytes, c.bwd_target_ms);
+  line("bwd chunked", bwd_chunked, bwd_flop, bwd_bytes, c.bwd_target_ms);
+  static const char* const kNames[] = {"dq",    "dk",     "dv",       "dg",
+                                       "dbeta", "dA_log", "ddt_bias", "dinit"};
+  std::printf("%-28s bwd chunked vs sequential rel-L2:", c.name.c_str());
+  for (size_t i = 0; i < seq_out.size(); ++i) {
+    double num = 0.0, den = 0.0;
+    for (size_t j = 0; j < seq_out[i].size(); ++j) {
+      const double d = double(chunked_out[i][j]) - double(seq_out[i][j]);
+      num += d * d;
+      den += double(seq_out[i][j]) * double(seq_out[i][j]);
+    }
+    std::printf(" %s %.2e", kNames[i], den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+  }
+  std::printf("\n");
 
   for (void* p : {static_cast<void*>(q),     static_cast<void*>(k),
                   static_cast<void*>(v),     static_cast<void*>(g),

@@ -18,6 +18,7 @@
 
 #include <atomic>
 
+#include "kda_chunked_backward.cuh"
 #include "kda_common.cuh"
 
 namespace cg = cooperative_groups;
@@ -400,48 +401,14 @@ __global__ void __launch_bounds__(kDim)
   }
 }
 
-// Raises the backward kernel's dynamic shared-memory limit once per device, so that calls made
-// during CUDA-graph capture (after an eager warm-up) issue no attribute calls.
-Status AllowBackwardSmem(int bytes) {
-  static std::atomic<uint64_t> done_devices{0};
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess)
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done_devices.load(std::memory_order_acquire) & bit) != 0) return OkStatus();
-  err = cudaFuncSetAttribute(KdaBackwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
-  }
-  done_devices.fetch_or(bit, std::memory_order_acq_rel);
-  return OkStatus();
-}
-
 }  // namespace
-}  // namespace kda_cuda
 
-Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
+Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   using kda_cuda::BwdTraits;
   kda_cuda::FwdArgs f{};
-  Status st = kda_cuda::MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
-                                  p.lower_bound, p.device_status, &f.s);
+  Status st = kda_cuda::CheckBackwardParams(p, &f.s);
   if (!st.ok()) return st;
-  const int64_t tokens = f.s.total_tokens;
-  if (tokens > 0 && (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.g == nullptr ||
-                     p.beta == nullptr || p.d_o == nullptr || p.dq == nullptr || p.dk == nullptr ||
-                     p.dv == nullptr || p.dg == nullptr || p.dbeta == nullptr)) {
-    return InvalidArgument("kda: q, k, v, g, beta, d_o and dq, dk, dv, dg, dbeta are required");
-  }
-  if (p.A_log == nullptr || p.dt_bias == nullptr || p.dA_log == nullptr || p.ddt_bias == nullptr ||
-      p.dinitial_state == nullptr) {
-    return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
-  }
   const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
-  if (p.workspace == nullptr || p.workspace_bytes < layout.total) {
-    return ResourceExhausted("kda: backward workspace needs " + std::to_string(layout.total) +
-                             " bytes, got " + std::to_string(p.workspace_bytes));
-  }
   char* ws = static_cast<char*>(p.workspace);
   f.q = p.q;
   f.k = p.k;
@@ -478,7 +445,8 @@ Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
     b.dinitial_state = p.dinitial_state;
     b.param_partials = partials;
     constexpr int kSmem = static_cast<int>(sizeof(kda_cuda::BwdSmem));
-    Status attr = kda_cuda::AllowBackwardSmem(kSmem);
+    static std::atomic<uint64_t> done{0};
+    Status attr = kda_cuda::AllowSmem(kda_cuda::KdaBackwardKernel, kSmem, &done, "the backward");
     if (!attr.ok()) return attr;
     const dim3 grid(BwdTraits::kClusterSize, static_cast<unsigned>(f.s.H),
                     static_cast<unsigned>(f.s.N));
@@ -489,6 +457,16 @@ Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
   kda_cuda::KdaParamReduceKernel<<<static_cast<unsigned>(f.s.H), kda_cuda::kDim, 0, stream>>>(
       partials, f.s.N, f.s.H, p.dA_log, p.ddt_bias);
   return kda_cuda::CheckLaunch("the parameter reduce");
+}
+
+}  // namespace kda_cuda
+
+Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
+  // The chunked backward (kda_chunked_backward.cu) is the default since it passed every KDA
+  // device test and beat this sequential one at the three bench shapes (bench/results/
+  // kda_h200.md); CAKEGRAD_KDA_CHUNKED_BWD=0 selects the sequential one (fallback, comparisons).
+  if (kda_cuda::KdaChunkedBackwardEnabled()) return kda_cuda::KdaBackwardChunkedCuda(p, stream);
+  return kda_cuda::KdaBackwardSequentialCuda(p, stream);
 }
 
 }  // namespace cakegrad::kernels

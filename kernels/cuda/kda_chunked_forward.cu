@@ -21,6 +21,8 @@
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 4 or 8 CTAs share a (document, head).
+// In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
+// stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
 // gate 0), which leave the state unchanged. No atomics on outputs: bitwise reproducible.
 #include <cuda_bf16.h>
@@ -172,14 +174,6 @@ __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&
   Mma(acc2, alo, bhi);
 }
 
-// Document n's first token, clamped as DocBounds clamps it.
-__device__ __forceinline__ int64_t DocStart(const KdaShape& s, int64_t n) {
-  if (s.cu_seqlens == nullptr) return n * s.T;
-  const int64_t a = s.is_int64 ? static_cast<const int64_t*>(s.cu_seqlens)[n]
-                               : static_cast<const int32_t*>(s.cu_seqlens)[n];
-  return min(max(a, int64_t{0}), s.total_tokens);
-}
-
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
 struct ChunkCtx {
@@ -300,20 +294,8 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
   const int64_t h = blockIdx.y;
   const int64_t H = a.s.H;
 
-  // The slot's document: the last one whose first slot is <= slot (slots grow with documents).
-  int64_t lo = 0, hi = a.s.N - 1;
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) / 2;
-    if (DocStart(a.s, mid) / kChunk + mid <= slot) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  int64_t bos, eos;
-  DocBounds(a.s, lo, &bos, &eos);
-  const int64_t chunk = slot - (bos / kChunk + lo);
-  if (chunk < 0 || chunk * kChunk >= eos - bos) return;  // a gap slot
+  int64_t bos, eos, chunk;
+  if (!LocateChunkSlot(a.s, slot, &bos, &eos, &chunk)) return;  // a gap slot
   ChunkCtx c;
   c.a = &a;
   c.t0 = bos + chunk * kChunk;
@@ -535,7 +517,9 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
 // ---- kernel 2: the state pass over chunks ------------------------------------------------------
 
-template <int kRows>
+// kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
+// chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
+template <int kRows, bool kCheckpoint>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws) {
   using Tr = StateTraits<kRows>;
@@ -642,6 +626,18 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 
   for (int64_t c = 0; c < chunks; ++c) {
     const int b = static_cast<int>(c % Tr::kStages);
+    // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
+    // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
+    if constexpr (kCheckpoint) {
+      float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int col = 32 * mt + 8 * nt + 2 * tq;
+        *reinterpret_cast<float2*>(ck + srow * kDim + col) = make_float2(st[nt][0], st[nt][1]);
+        *reinterpret_cast<float2*>(ck + (srow + 8) * kDim + col) =
+            make_float2(st[nt][2], st[nt][3]);
+      }
+    }
     CpAsyncWait<kWaitTop>();  // group 1 of chunk c
     __syncthreads();
 
@@ -717,7 +713,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int row = mt * 16 + g + 8 * hh;
-          if (row < valid) {
+          if (!kCheckpoint && row < valid) {
             const float x0 = a.s.scale * (o0[nt][2 * hh] + (o1[nt][2 * hh] + o2[nt][2 * hh]));
             const float x1 =
                 a.s.scale * (o0[nt][2 * hh + 1] + (o1[nt][2 * hh + 1] + o2[nt][2 * hh + 1]));
@@ -778,36 +774,23 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   }
 }
 
-// Raises a kernel's dynamic shared-memory limit once per device (so that calls captured into a
-// CUDA graph after an eager warm-up issue no attribute calls).
-template <typename Kernel>
-Status AllowSmem(Kernel kernel, int bytes, std::atomic<uint64_t>* done, const char* what) {
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  }
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done->load(std::memory_order_acquire) & bit) != 0) return OkStatus();
-  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaFuncSetAttribute (") + what +
-                    "): " + cudaGetErrorString(err));
-  }
-  done->fetch_or(bit, std::memory_order_acq_rel);
-  return OkStatus();
+template <int kRows, bool kCheckpoint>
+Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+  using Tr = StateTraits<kRows>;
+  static std::atomic<uint64_t> done{0};
+  constexpr int kSmem = static_cast<int>(sizeof(StateSmem<kRows>));
+  Status st =
+      AllowSmem(KdaChunkStateKernel<kRows, kCheckpoint>, kSmem, &done, "the chunk state pass");
+  if (!st.ok()) return st;
+  const dim3 grid(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
+  KdaChunkStateKernel<kRows, kCheckpoint><<<grid, Tr::kThreads, kSmem, stream>>>(a, ws);
+  return CheckLaunch("the chunk state pass");
 }
 
 template <int kRows>
 Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
-  using Tr = StateTraits<kRows>;
-  static std::atomic<uint64_t> done{0};
-  constexpr int kSmem = static_cast<int>(sizeof(StateSmem<kRows>));
-  Status st = AllowSmem(KdaChunkStateKernel<kRows>, kSmem, &done, "the chunk state pass");
-  if (!st.ok()) return st;
-  const dim3 grid(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
-  KdaChunkStateKernel<kRows><<<grid, Tr::kThreads, kSmem, stream>>>(a, ws);
-  return CheckLaunch("the chunk state pass");
+  return a.checkpoints != nullptr ? LaunchStateAs<kRows, true>(a, ws, stream)
+                                  : LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
 }  // namespace

@@ -6,11 +6,12 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
-#include "reference/kda_layout.h"
 #include "cakegrad/kernels/kda.h"
+#include "reference/kda_layout.h"
 
 namespace cakegrad::kernels::kda_cuda {
 
@@ -60,6 +61,35 @@ __device__ __forceinline__ void DocBounds(const KdaShape& s, int64_t n, int64_t*
   }
   *bos = min(max(a, int64_t{0}), s.total_tokens);
   *eos = min(max(b, *bos), s.total_tokens);
+}
+
+// Document n's first token, clamped as DocBounds clamps it (without its status check).
+__device__ __forceinline__ int64_t DocStart(const KdaShape& s, int64_t n) {
+  if (s.cu_seqlens == nullptr) return n * s.T;
+  const int64_t a = s.is_int64 ? static_cast<const int64_t*>(s.cu_seqlens)[n]
+                               : static_cast<const int32_t*>(s.cu_seqlens)[n];
+  return min(max(a, int64_t{0}), s.total_tokens);
+}
+
+// The chunked kernels' slot rule (kda_layout::ChunkSlots): document n's chunk c lives at slot
+// floor(bos_n / kChunk) + n + c. Finds the chunk living at `slot` (its document is the last one
+// whose first slot is <= slot) and that document's bounds; false for a gap slot.
+__device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot, int64_t* bos,
+                                                int64_t* eos, int64_t* chunk) {
+  constexpr int64_t kChunk = kda_layout::kChunk;
+  if (s.N == 0) return false;
+  int64_t lo = 0, hi = s.N - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (DocStart(s, mid) / kChunk + mid <= slot) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  DocBounds(s, lo, bos, eos);
+  *chunk = slot - (*bos / kChunk + lo);
+  return *chunk >= 0 && *chunk * kChunk < *eos - *bos;
 }
 
 __device__ __forceinline__ float WarpSum(float x) {
@@ -183,6 +213,52 @@ inline Status MakeShape(int64_t B, int64_t T, int64_t H, int64_t num_docs, const
   return OkStatus();
 }
 
+// Raises a kernel's dynamic shared-memory limit once per device (`done` holds one bit per
+// device), so that calls captured into a CUDA graph after an eager warm-up issue no attribute
+// calls.
+template <typename Kernel>
+Status AllowSmem(Kernel kernel, int bytes, std::atomic<uint64_t>* done, const char* what) {
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
+  }
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  if (bit != 0 && (done->load(std::memory_order_acquire) & bit) != 0) return OkStatus();
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaFuncSetAttribute (") + what +
+                    "): " + cudaGetErrorString(err));
+  }
+  done->fetch_or(bit, std::memory_order_acq_rel);
+  return OkStatus();
+}
+
+// The backward's host checks shared by the sequential and the chunked backward: shape and
+// scalars (MakeShape), required pointers, and the workspace against KdaBackwardWorkspaceBytes
+// (the larger of the two layouts, so one buffer serves either backward).
+inline Status CheckBackwardParams(const KdaBwdParams& p, KdaShape* s) {
+  Status st = MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
+                        p.lower_bound, p.device_status, s);
+  if (!st.ok()) return st;
+  if (s->total_tokens > 0 &&
+      (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.g == nullptr || p.beta == nullptr ||
+       p.d_o == nullptr || p.dq == nullptr || p.dk == nullptr || p.dv == nullptr ||
+       p.dg == nullptr || p.dbeta == nullptr)) {
+    return InvalidArgument("kda: q, k, v, g, beta, d_o and dq, dk, dv, dg, dbeta are required");
+  }
+  if (p.A_log == nullptr || p.dt_bias == nullptr || p.dA_log == nullptr || p.ddt_bias == nullptr ||
+      p.dinitial_state == nullptr) {
+    return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
+  }
+  const int64_t need = KdaBackwardWorkspaceBytes(p.B, p.T, p.H, p.num_docs);
+  if (p.workspace == nullptr || p.workspace_bytes < need) {
+    return ResourceExhausted("kda: backward workspace needs " + std::to_string(need) +
+                             " bytes, got " + std::to_string(p.workspace_bytes));
+  }
+  return OkStatus();
+}
+
 inline Status CheckLaunch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
@@ -209,7 +285,8 @@ struct FwdArgs {
   const float* initial_state;  // nullable: zeros
   uint16_t* o;                 // forward mode
   float* final_state;          // forward mode, nullable
-  float* checkpoints;          // recompute mode: [slots, H, 128, 128]
+  float* checkpoints;          // recompute mode: [slots, H, 128, 128]; in the chunked forward,
+                               // non-null: chunk-start states at chunk slots (o may be null)
   float* residual;             // recompute mode: [total_tokens, H, 128]
 };
 

@@ -67,6 +67,36 @@ constexpr int64_t kRecUv = kRecM + 2 * kChunk * kChunk * 2;
 constexpr int64_t kRecGamC = kRecUv + kChunk * kDim * 4;
 constexpr int64_t kRecBytes = AlignUp(kRecGamC + kDim * 4);
 
+// Chunked backward (kernels/cuda/kda_chunked_backward.cu), per (chunk slot, head): the forward's
+// chunk record, the FP32 chunk-start state S0 and chunk-end state gradient dS1 (value-first
+// [128][128]), and FP32 parameter-gradient partials: ddt_bias terms [128], then dA_log terms
+// per key channel [128] (reduced over slots and channels in FP64, in a fixed order).
+constexpr int64_t kBwdPartials = 2 * kDim;
+
+struct ChunkBwdLayout {
+  int64_t records = 0;   // kRecBytes per (slot, head)
+  int64_t s0 = 0;        // FP32 [slots, H, 128, 128]
+  int64_t ds1 = 0;       // FP32 [slots, H, 128, 128]
+  int64_t partials = 0;  // FP32 [slots, H, kBwdPartials]
+  int64_t total = 0;
+};
+
+constexpr ChunkBwdLayout MakeChunkBwdLayout(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
+  ChunkBwdLayout l;
+  const int64_t slots_h = ChunkSlots(B * T, Docs(B, num_docs)) * H;
+  int64_t off = 0;
+  l.records = off;
+  off += AlignUp(slots_h * kRecBytes);
+  l.s0 = off;
+  off += AlignUp(slots_h * kDim * kDim * 4);
+  l.ds1 = off;
+  off += AlignUp(slots_h * kDim * kDim * 4);
+  l.partials = off;
+  off += AlignUp(slots_h * kBwdPartials * 4);
+  l.total = off;
+  return l;
+}
+
 constexpr int64_t FwdWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
   return ChunkSlots(B * T, Docs(B, num_docs)) * H * kRecBytes;
 }

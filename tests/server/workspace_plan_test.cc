@@ -26,8 +26,8 @@ TEST(WorkspacePlan, LargestOfTheListedShapes) {
   EXPECT_EQ(*WorkspaceBytesForPlan(""), 0);
 }
 
-// Naming one operator sizes its family's forward and backward at those shapes: KDA's chunked
-// forward needs more scratch than its backward at some shapes.
+// Naming one operator sizes its family's forward and backward at those shapes (whichever needs
+// more: for KDA it depends on the shape and on which backward layouts exist).
 TEST(WorkspacePlan, AnEntrySizesEveryOperatorOfItsFamily) {
   const int64_t fwd = kernels::KdaForwardWorkspaceBytes(1, 32768, 16, 1);
   const int64_t bwd = kernels::KdaBackwardWorkspaceBytes(1, 32768, 16, 1);

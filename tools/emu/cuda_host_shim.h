@@ -1,0 +1,108 @@
+// Just enough of CUDA to run simple kernels' source on the host (tools/emu): one std::thread per
+// CUDA thread, blocks one after another, std::barrier for __syncthreads and for warp shuffles
+// (which therefore must be reached by all 32 lanes, as __shfl_xor_sync with a full mask must).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+struct EmuDim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local EmuDim3 threadIdx;
+inline EmuDim3 blockIdx;
+inline std::barrier<>* g_block_bar = nullptr;
+inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;
+inline float g_shfl[64][32];
+alignas(16) inline unsigned char g_dyn_smem[232448];  // dynamic shared memory of the block
+inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
+inline float __shfl_xor_sync(unsigned, float x, int o) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  g_shfl[w][l] = x;
+  g_warp_bar[w]->arrive_and_wait();
+  const float y = g_shfl[w][l ^ o];
+  g_warp_bar[w]->arrive_and_wait();
+  return y;
+}
+inline float __uint_as_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline unsigned atomicOr(uint32_t* p, uint32_t v) {
+  return std::atomic_ref<uint32_t>(*p).fetch_or(v);
+}
+using std::max;
+using std::min;
+// m16n8k16 BF16 mma.sync with FP32 accumulation, the PTX fragment layouts (groupID = lane / 4,
+// threadID_in_group = lane % 4; A row-major 16 x 16, B column-major 16 x 8, C / D 16 x 8). All
+// 32 lanes must call it together. The sum order inside an MMA is not the hardware's.
+inline uint32_t g_mma_a[64][32][4], g_mma_b[64][32][2];
+inline float EmuBf16Half(uint32_t reg, int half) {
+  return __uint_as_float(half ? (reg & 0xffff0000u) : (reg << 16));
+}
+inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  for (int i = 0; i < 4; ++i) g_mma_a[w][l][i] = a[i];
+  for (int i = 0; i < 2; ++i) g_mma_b[w][l][i] = b[i];
+  g_warp_bar[w]->arrive_and_wait();
+  auto A = [&](int r, int c) {
+    return EmuBf16Half(g_mma_a[w][(r % 8) * 4 + (c % 8) / 2][(r >= 8) + 2 * (c >= 8)], c % 2);
+  };
+  auto B = [&](int k, int n) {
+    return EmuBf16Half(g_mma_b[w][n * 4 + (k % 8) / 2][k >= 8], k % 2);
+  };
+  const int g = l / 4, tq = l % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i >> 1), col = 2 * tq + (i & 1);
+    float acc = 0.f;
+    for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
+    d[i] += acc;
+  }
+  g_warp_bar[w]->arrive_and_wait();
+}
+
+inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& body) {
+  for (unsigned z = 0; z < std::max(1u, grid.z); ++z)
+    for (unsigned y = 0; y < std::max(1u, grid.y); ++y)
+      for (unsigned x = 0; x < std::max(1u, grid.x); ++x) {
+        blockIdx = {x, y, z};
+        std::barrier<> bar(threads);
+        g_block_bar = &bar;
+        g_warp_bar.clear();
+        for (int w = 0; w < threads / 32; ++w)
+          g_warp_bar.push_back(std::make_unique<std::barrier<>>(32));
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+          ts.emplace_back([t, &body] {
+            threadIdx = {unsigned(t), 0, 0};
+            body();
+          });
+        for (auto& th : ts) th.join();
+      }
+}
+
+// Kernel-source keywords for the host build (after the CUDA headers, which define some of them).
+#undef __device__
+#undef __global__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __grid_constant__
+#undef __align__
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __grid_constant__
+#define __align__(x)
