@@ -37,27 +37,12 @@ namespace {
 
 constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 
-// Experiment switches (bit 4: thread-invariant indices hoisted, vector shared loads and unrolled
-// element passes; bit 5: L2 prefetch of the inputs of the CTA one wave ahead; bit 6: half a wave;
-// bit 7: decay factors by ex2.approx.ftz, results below 2^-126 flushed to zero).
-#ifndef KDA_PREP_OPT
-#define KDA_PREP_OPT 176
-#endif
-constexpr bool kOptIlp = (KDA_PREP_OPT & 16) != 0;
-// State pass experiment: the slices of a (document, head) as one cluster that multicasts the
-// shared record operands (bulk copies) instead of each slice reading them from L2.
-#ifndef KDA_STATE_MC
-#define KDA_STATE_MC 1
-#endif
-constexpr bool kOptFtz = (KDA_PREP_OPT & 128) != 0;
-constexpr int kOptPrefetchWaves2 = (KDA_PREP_OPT & 32) != 0 ? 2 : (KDA_PREP_OPT & 64) != 0 ? 1 : 0;
-
 struct PrepTraits {
   static constexpr int kSub = 16;  // decay sub-chunk: factors stay in [e^-75, e^75]
   static constexpr int kSubs = kChunk / kSub;
   static constexpr int kThreads = 256;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kGStride = kDim;
+  static constexpr int kGStride = kDim;          // 16-byte rows: vector loads of channel runs
   static constexpr int kKStride = kDim + 8;      // BF16 operand rows over K: conflict-free frags
   static constexpr int kTStride = kChunk + 8;    // operand rows over tokens
   static constexpr int kKdTStride = kChunk + 2;  // Kdec^T staging (FP32, pairs along tokens)
@@ -129,7 +114,6 @@ struct StateSmem {
   float gc[kDim];                                     // Gam_C
   uint16_t s[2][kRows][Tr::kKStride];                 // S0 slice, hi and lo
   uint16_t u[2][kRows][Tr::kTStride];                 // U^T slice, hi and lo
-  uint64_t full1[Tr::kStages], full2;                 // multicast mode: operands landed
 };
 
 // ---- small helpers -----------------------------------------------------------------------------
@@ -159,47 +143,6 @@ template <int kPending>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
-// Cluster-multicast bulk copies (state pass, multicast mode): mbarrier completion by bytes.
-__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void MbarInit(uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(SmemAddr(bar)) : "memory");
-}
-__device__ __forceinline__ void MbarInitFence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void MbarExpectTx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
-               "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n WAIT_%=:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n" ::"r"(
-          SmemAddr(bar)),
-      "r"(parity)
-      : "memory");
-}
-// bytes from gmem to smem's offset in every CTA of the cluster, completing on bar there.
-__device__ __forceinline__ void BulkMulticast(void* smem, const void* gmem, uint32_t bytes,
-                                              uint64_t* bar, uint16_t mask) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1], %2, [%3], %4;\n" ::"r"(SmemAddr(smem)),
-      "l"(gmem), "r"(bytes), "r"(SmemAddr(bar)), "h"(mask)
-      : "memory");
-}
-__device__ __forceinline__ void ClusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-}
-
-// A hint: the 128-byte line at p into L2.
-__device__ __forceinline__ void PrefetchL2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
 // 2^x, denormal results flushed to zero (a decay factor below 2^-126 contributes nothing that
 // FP32 accumulation of O(1) terms could keep).
 __device__ __forceinline__ float Ex2Ftz(float x) {
@@ -207,12 +150,6 @@ __device__ __forceinline__ float Ex2Ftz(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
-__device__ __forceinline__ int NumSms() {
-  int n;
-  asm("mov.u32 %0, %%nsmid;\n" : "=r"(n));
-  return n;
-}
-
 // D += A B, m16n8k16, BF16 operands, FP32 accumulators.
 __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -252,14 +189,9 @@ __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&
 
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
-// e^x of a log-gate difference (|x| <= 75 where the result is kept; below, it underflows).
-__device__ __forceinline__ float DecayExp(float x) {
-  if constexpr (kOptFtz) {
-    return Ex2Ftz(x * 1.44269504088896341f);
-  } else {
-    return exp2f(x * 1.44269504088896341f);
-  }
-}
+// e^x of a log-gate difference (|x| <= 75 where the result is kept; below, it underflows), as one
+// MUFU.EX2: the split BF16x3 operands carry ~2^-17 relative precision, far above its 2^-22.
+__device__ __forceinline__ float DecayExp(float x) { return Ex2Ftz(x * 1.44269504088896341f); }
 
 struct ChunkCtx {
   const FwdArgs* a;
@@ -281,38 +213,24 @@ __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
 __device__ __forceinline__ void FactorTile(const PrepSmem& sm, int nt, float (&out)[4]) {
   constexpr int kS = PrepTraits::kKStride;
   float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
-  if constexpr (kOptIlp) {
-    // Two k-halves in separate accumulators: six independent mma chains of four.
-    float b0[4] = {0.f, 0.f, 0.f, 0.f}, b1[4] = {0.f, 0.f, 0.f, 0.f}, b2[4] = {0.f, 0.f, 0.f, 0.f};
+  // Two k-halves in separate accumulators: six independent mma chains of four.
+  float b0[4] = {0.f, 0.f, 0.f, 0.f}, b1[4] = {0.f, 0.f, 0.f, 0.f}, b2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int ks = 0; ks < kDim / 32; ++ks) {
-      uint32_t ah[4], al[4], bh[2], bl[2];
-      LoadA<kS>(&sm.u.f.row[0][0][0], 0, ks * 16, ah);
-      LoadA<kS>(&sm.u.f.row[1][0][0], 0, ks * 16, al);
-      LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, ks * 16, bh);
-      LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, ks * 16, bl);
-      Mma3(a0, a1, a2, ah, al, bh, bl);
-      LoadA<kS>(&sm.u.f.row[0][0][0], 0, kDim / 2 + ks * 16, ah);
-      LoadA<kS>(&sm.u.f.row[1][0][0], 0, kDim / 2 + ks * 16, al);
-      LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, kDim / 2 + ks * 16, bh);
-      LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, kDim / 2 + ks * 16, bl);
-      Mma3(b0, b1, b2, ah, al, bh, bl);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = (a0[i] + b0[i]) + ((a1[i] + b1[i]) + (a2[i] + b2[i]));
-  } else {
-#pragma unroll 2
-    for (int ks = 0; ks < kDim / 16; ++ks) {
-      uint32_t ah[4], al[4], bh[2], bl[2];
-      LoadA<kS>(&sm.u.f.row[0][0][0], 0, ks * 16, ah);
-      LoadA<kS>(&sm.u.f.row[1][0][0], 0, ks * 16, al);
-      LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, ks * 16, bh);
-      LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, ks * 16, bl);
-      Mma3(a0, a1, a2, ah, al, bh, bl);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = a0[i] + (a1[i] + a2[i]);
+  for (int ks = 0; ks < kDim / 32; ++ks) {
+    uint32_t ah[4], al[4], bh[2], bl[2];
+    LoadA<kS>(&sm.u.f.row[0][0][0], 0, ks * 16, ah);
+    LoadA<kS>(&sm.u.f.row[1][0][0], 0, ks * 16, al);
+    LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, ks * 16, bh);
+    LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, ks * 16, bl);
+    Mma3(a0, a1, a2, ah, al, bh, bl);
+    LoadA<kS>(&sm.u.f.row[0][0][0], 0, kDim / 2 + ks * 16, ah);
+    LoadA<kS>(&sm.u.f.row[1][0][0], 0, kDim / 2 + ks * 16, al);
+    LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, kDim / 2 + ks * 16, bh);
+    LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, kDim / 2 + ks * 16, bl);
+    Mma3(b0, b1, b2, ah, al, bh, bl);
   }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = (a0[i] + b0[i]) + ((a1[i] + b1[i]) + (a2[i] + b2[i]));
 }
 
 // SplitPair with one paired conversion per half (bitwise the same values).
@@ -341,45 +259,31 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  if constexpr (kOptIlp) {
-    // 256 threads = 4 rows x 64 channel pairs: the pair and its reference are per thread.
-    constexpr int kRowsPerPass = Tr::kThreads / (kDim / 2);
-    const int kc = 2 * (tid % (kDim / 2));
-    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
+  // 256 threads = 4 rows x 64 channel pairs: the pair and its reference are per thread.
+  constexpr int kRowsPerPass = Tr::kThreads / (kDim / 2);
+  const int kc = 2 * (tid % (kDim / 2));
+  const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
 #pragma unroll 4
-    for (int i = tid / (kDim / 2); i < cols; i += kRowsPerPass) {
-      const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
-      const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
-      const float rk = sm.rk[i];
-      StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, kc,
-                (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
-                (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
-    }
-  } else {
-    for (int e = tid; e < cols * (kDim / 2); e += Tr::kThreads) {
-      const int i = e / (kDim / 2), k = 2 * (e % (kDim / 2));
-      StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, k,
-                Kh(sm, i, k) * DecayExp(sm.G[r0][k] - sm.G[i][k]),
-                Kh(sm, i, k + 1) * DecayExp(sm.G[r0][k + 1] - sm.G[i][k + 1]));
-    }
+  for (int i = tid / (kDim / 2); i < cols; i += kRowsPerPass) {
+    const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
+    const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
+    const float rk = sm.rk[i];
+    StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, kc,
+              (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
+              (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
   }
   constexpr int kPairs = Tr::kSub * kDim / 2 / Tr::kThreads;
   float f0[kPairs], f1[kPairs];
   uint32_t qq[kPairs];
 #pragma unroll
   for (int it = 0; it < kPairs; ++it) {
-    const int e = tid + it * Tr::kThreads;
-    const int r = kOptIlp ? tid / (kDim / 2) + it * (Tr::kThreads / (kDim / 2)) : e / (kDim / 2);
-    const int k = 2 * ((kOptIlp ? tid : e) % (kDim / 2)), t = r0 + r;
-    if constexpr (kOptIlp) {
-      const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][k]);
-      const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][k]);
-      f0[it] = DecayExp(gt.x - gr.x);
-      f1[it] = DecayExp(gt.y - gr.y);
-    } else {
-      f0[it] = DecayExp(sm.G[t][k] - sm.G[r0][k]);
-      f1[it] = DecayExp(sm.G[t][k + 1] - sm.G[r0][k + 1]);
-    }
+    // The mapping of the column pass: 4 rows x 64 channel pairs per pass (the q rows below too).
+    const int r = tid / (kDim / 2) + it * (Tr::kThreads / (kDim / 2));
+    const int k = 2 * (tid % (kDim / 2)), t = r0 + r;
+    const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][k]);
+    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][k]);
+    f0[it] = DecayExp(gt.x - gr.x);
+    f1[it] = DecayExp(gt.y - gr.y);
     // Unconditional (clamped) load, so that the loads of all iterations issue together.
     qq[it] = *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, min(t, c.len - 1)) + k);
     if (t >= c.len) qq[it] = 0u;
@@ -437,22 +341,6 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
   int64_t bos, eos, chunk;
   if (!LocateChunkSlot(a.s, slot, &bos, &eos, &chunk)) return;  // a gap slot
-  if constexpr (kOptPrefetchWaves2 > 0) {
-    // The CTA about kOptPrefetchWaves2 / 2 waves (2 CTAs per SM) ahead: its chunk's q, k, g, v
-    // into L2, its first token approximated by 64 slot (exact for one document per row).
-    const int64_t ahead = int64_t{blockIdx.x} + int64_t{gridDim.x} * blockIdx.y +
-                          int64_t{kOptPrefetchWaves2} * NumSms();
-    const int64_t ps = ahead % gridDim.x, ph = ahead / gridDim.x;
-    if (ph < H) {
-      const int64_t last = a.s.total_tokens - 1;
-      const int64_t pt0 = min(ps * kChunk, last);
-      for (int e = threadIdx.x; e < 4 * kChunk * 2; e += PrepTraits::kThreads) {
-        const int tensor = e / (2 * kChunk), tok = (e / 2) % kChunk, half = e % 2;
-        const uint16_t* base = tensor == 0 ? a.q : tensor == 1 ? a.k : tensor == 2 ? a.g : a.v;
-        PrefetchL2(base + (min(pt0 + tok, last) * H + ph) * kDim + half * (kDim / 2));
-      }
-    }
-  }
   ChunkCtx c;
   c.a = &a;
   c.t0 = bos + chunk * kChunk;
@@ -476,7 +364,7 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     const float exp_a = expf(a.A_log[h]);
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-    constexpr int kBatch = kTokPerWarp;  // tokens whose loads are in flight together
+    constexpr int kBatch = kTokPerWarp;  // tokens whose loads are in flight together: all
     static_assert(kTokPerWarp % kBatch == 0, "whole batches");
 #pragma unroll
     for (int i0 = 0; i0 < kTokPerWarp; i0 += kBatch) {
@@ -560,20 +448,11 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
       *reinterpret_cast<uint2*>(qg + t * kDim + 4 * lane) = hi;
       *reinterpret_cast<uint2*>(q_lo + t * kDim + 4 * lane) = lo;
     }
-    if constexpr (kOptIlp) {
-      const int k = tid % kDim;
-      const float gl = sm.G[kChunk - 1][k];
+    const int k = tid % kDim;
+    const float gl = sm.G[kChunk - 1][k];
 #pragma unroll 8
-      for (int t = tid / kDim; t < kChunk; t += Tr::kThreads / kDim) {
-        sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(gl - sm.G[t][k]);
-      }
-    } else {
-#pragma unroll 4
-      for (int it = 0; it < kChunk * kDim / Tr::kThreads; ++it) {
-        const int e = tid + it * Tr::kThreads;
-        const int t = e / kDim, k = e % kDim;
-        sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(sm.G[kChunk - 1][k] - sm.G[t][k]);
-      }
+    for (int t = tid / kDim; t < kChunk; t += Tr::kThreads / kDim) {
+      sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(gl - sm.G[t][k]);
     }
     if (tid < kDim) gamc[tid] = DecayExp(sm.G[kChunk - 1][tid]);
     __syncthreads();
@@ -665,38 +544,24 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     uint16_t* w_lo = negw + kChunk * kDim;
 #pragma unroll 1
     for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
-      if constexpr (kOptIlp) {
-        // 256 threads = 4 token pairs x 64 columns; the K and V blocks as separate unrolled loops.
-        constexpr int kPairsPerPass = Tr::kThreads / kChunk;
-        const int cl = tid % kChunk, col = cb * kChunk + cl;
-        if (col < kDim) {
+      // 256 threads = 4 token pairs x 64 columns; the K and V blocks as separate unrolled loops.
+      constexpr int kPairsPerPass = Tr::kThreads / kChunk;
+      const int cl = tid % kChunk, col = cb * kChunk + cl;
+      if (col < kDim) {
 #pragma unroll
-          for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
-            const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
-            const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
-            StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
-          }
-        } else {
+        for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
+          const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
+          const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
+          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+        }
+      } else {
 #pragma unroll
-          for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
-            const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
-            const float x1 =
-                j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
-            StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
-          }
+        for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
+          const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
+          const float x1 =
+              j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
+          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
-      }
-      for (int e = tid; e < (kOptIlp ? 0 : kChunk * kChunk / 2); e += Tr::kThreads) {
-        const int j = 2 * (e / kChunk), cl = e % kChunk, col = cb * kChunk + cl;
-        float x0 = 0.f, x1 = 0.f;
-        if (col < kDim) {
-          x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
-          x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
-        } else {
-          if (j < c.len) x0 = sm.bt[j] * Bf16(vs[j * kDim + col - kDim]);
-          if (j + 1 < c.len) x1 = sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]);
-        }
-        StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
       }
       __syncthreads();
       float a0[4][4], a1[4][4], a2[4][4];
@@ -741,17 +606,10 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
 // kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
-// kMc: multicast mode (forward only), launched as clusters of the kSlices slices of a (document,
-// head): slice r bulk-copies every kSlices-th row of the shared operands (-W, Q Gam, Kdec^T, M,
-// Gam_C) into every CTA of the cluster, so L2 serves each record once per chunk instead of once
-// per slice; a cluster barrier, instead of the CTA barrier, guards a buffer before it is refilled.
-template <int kRows, bool kCheckpoint, bool kMc = false>
+template <int kRows, bool kCheckpoint>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws) {
   using Tr = StateTraits<kRows>;
-  static_assert(!kMc || (Tr::kSlices <= 8 && !kCheckpoint),
-                "multicast: portable clusters, forward");
-  constexpr uint16_t kMask = static_cast<uint16_t>((1u << Tr::kSlices) - 1);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StateSmem<kRows>& sm = *reinterpret_cast<StateSmem<kRows>*>(smem_raw);
   const int slice = blockIdx.x;
@@ -771,23 +629,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   auto record = [&](int64_t c) { return rec0 + c * H * kda_layout::kRecBytes; };
 
   // Group 1 (-W, Q Gam, Uv): read by the U / o products. Group 2 (Kdec^T, M, Gam_C): read after.
-  // In multicast mode only Uv (per slice) goes by cp.async; the rest lands on full1 / full2.
-  constexpr uint32_t kGroup1Bytes = 2 * 2 * kChunk * kDim * 2;
-  constexpr uint32_t kGroup2Bytes = 2 * kDim * kChunk * 2 + 2 * kChunk * kChunk * 2 + kDim * 4;
   auto load_group1 = [&](const char* rec, int b) {
     constexpr int kRowPieces = kDim * 2 / 16;
-    if constexpr (kMc) {
-      if (tid == 0) MbarExpectTx(&sm.full1[b], kGroup1Bytes);
-      // 256 rows of 256 B (-W hi, lo, then Q Gam hi, lo); this CTA's are slice + kSlices i.
-      if (tid < 2 * 2 * kChunk / Tr::kSlices) {
-        const int row = slice + Tr::kSlices * tid, m = row / (2 * kChunk), r = row % (2 * kChunk);
-        uint16_t* dst = (m == 0 ? &sm.w[b][0][0][0] : &sm.qg[b][0][0][0]) + r * Tr::kKStride;
-        BulkMulticast(dst,
-                      rec + (m == 0 ? kda_layout::kRecNegW : kda_layout::kRecQg) + r * kDim * 2,
-                      kDim * 2, &sm.full1[b], kMask);
-      }
-    }
-    for (int e = tid; e < (kMc ? 0 : 2 * kChunk * kRowPieces); e += Tr::kThreads) {
+    for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
       const int row = e / kRowPieces, p = e % kRowPieces;
       CpAsync16(&sm.w[b][0][0][0] + row * Tr::kKStride + 8 * p,
                 rec + kda_layout::kRecNegW + row * kDim * 2 + 16 * p);
@@ -802,38 +646,18 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   };
   auto load_group2 = [&](const char* rec) {
     constexpr int kRowPieces = kChunk * 2 / 16;
-    if constexpr (kMc) {
-      if (tid == 0) MbarExpectTx(&sm.full2, kGroup2Bytes);
-      // 385 pieces: Kdec^T hi, lo (256 rows of 128 B), M hi, lo (128 rows), Gam_C (512 B).
-      constexpr int kPieces = 2 * kDim + 2 * kChunk + 1;
-      const int row = slice + Tr::kSlices * tid;
-      if (tid < (kPieces + Tr::kSlices - 1) / Tr::kSlices && row < kPieces) {
-        if (row < 2 * kDim) {
-          BulkMulticast(&sm.kd[0][0][0] + row * Tr::kTStride,
-                        rec + kda_layout::kRecKdecT + row * kChunk * 2, kChunk * 2, &sm.full2,
-                        kMask);
-        } else if (row < 2 * kDim + 2 * kChunk) {
-          const int r = row - 2 * kDim;
-          BulkMulticast(&sm.m[0][0][0] + r * Tr::kTStride, rec + kda_layout::kRecM + r * kChunk * 2,
-                        kChunk * 2, &sm.full2, kMask);
-        } else {
-          BulkMulticast(&sm.gc[0], rec + kda_layout::kRecGamC, kDim * 4, &sm.full2, kMask);
-        }
-      }
-    } else {
-      for (int e = tid; e < 2 * kDim * kRowPieces; e += Tr::kThreads) {
-        const int row = e / kRowPieces, p = e % kRowPieces;
-        CpAsync16(&sm.kd[0][0][0] + row * Tr::kTStride + 8 * p,
-                  rec + kda_layout::kRecKdecT + row * kChunk * 2 + 16 * p);
-      }
-      for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
-        const int row = e / kRowPieces, p = e % kRowPieces;
-        CpAsync16(&sm.m[0][0][0] + row * Tr::kTStride + 8 * p,
-                  rec + kda_layout::kRecM + row * kChunk * 2 + 16 * p);
-      }
-      for (int e = tid; e < kDim * 4 / 16; e += Tr::kThreads) {
-        CpAsync16(&sm.gc[4 * e], rec + kda_layout::kRecGamC + 16 * e);
-      }
+    for (int e = tid; e < 2 * kDim * kRowPieces; e += Tr::kThreads) {
+      const int row = e / kRowPieces, p = e % kRowPieces;
+      CpAsync16(&sm.kd[0][0][0] + row * Tr::kTStride + 8 * p,
+                rec + kda_layout::kRecKdecT + row * kChunk * 2 + 16 * p);
+    }
+    for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
+      const int row = e / kRowPieces, p = e % kRowPieces;
+      CpAsync16(&sm.m[0][0][0] + row * Tr::kTStride + 8 * p,
+                rec + kda_layout::kRecM + row * kChunk * 2 + 16 * p);
+    }
+    for (int e = tid; e < kDim * 4 / 16; e += Tr::kThreads) {
+      CpAsync16(&sm.gc[4 * e], rec + kda_layout::kRecGamC + 16 * e);
     }
   };
 
@@ -872,17 +696,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
   };
   store_state();
-  // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So
-  // at the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
+  // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
+  // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
   constexpr int kWaitTop = Tr::kStages == 2 ? 3 : 1;
-  if constexpr (kMc) {
-    if (tid == 0) {
-      for (int i = 0; i < Tr::kStages; ++i) MbarInit(&sm.full1[i]);
-      MbarInit(&sm.full2);
-      MbarInitFence();
-    }
-    ClusterSync();  // every CTA's barriers exist before any copy targets them
-  }
   if (chunks > 0) {
     load_group1(record(0), 0);
     CpAsyncCommit();
@@ -897,8 +713,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 
   for (int64_t c = 0; c < chunks; ++c) {
     const int b = static_cast<int>(c % Tr::kStages);
-    // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at
-    // the chunk's slot, so the backward's per-chunk pass needs no chain of its own.
+    // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
+    // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
     if constexpr (kCheckpoint) {
       float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
@@ -910,7 +726,6 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
     }
     CpAsyncWait<kWaitTop>();  // group 1 of chunk c
-    if constexpr (kMc) MbarWait(&sm.full1[b], static_cast<uint32_t>((c / Tr::kStages) & 1));
     __syncthreads();
 
     // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt.
@@ -955,12 +770,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
     }
     CpAsyncWait<0>();  // group 2 of chunk c
-    if constexpr (kMc) {
-      MbarWait(&sm.full2, static_cast<uint32_t>(c & 1));
-      ClusterSync();  // every slice is done with buffer b before anyone refills it
-    } else {
-      __syncthreads();
-    }
+    __syncthreads();
     if (c + Tr::kStages < chunks) load_group1(record(c + Tr::kStages), b);
     CpAsyncCommit();
 
@@ -1034,13 +844,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         for (int i = 0; i < 4; ++i) st[nt][i] += p1[nt][i] + p2[nt][i];
       }
     }
-    // Every warp (multicast: of every slice) is done with S0, U, Kdec, M and Gam_C of chunk
-    // c.
-    if constexpr (kMc) {
-      ClusterSync();
-    } else {
-      __syncthreads();
-    }
+    __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
     store_state();
     if (c + 1 < chunks) load_group2(record(c + 1));
     CpAsyncCommit();
@@ -1055,7 +859,6 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       *reinterpret_cast<float2*>(fs + (srow + 8) * kDim + col) = make_float2(st[nt][2], st[nt][3]);
     }
   }
-  if constexpr (kMc) ClusterSync();  // no CTA leaves while a copy may still target it
 }
 
 template <int kRows, bool kCheckpoint>
@@ -1071,47 +874,10 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
   return CheckLaunch("the chunk state pass");
 }
 
-// The forward state pass in multicast mode, one cluster per (document, head); falls back to the
-// plain launch where the device cannot hold one such cluster.
-template <int kRows>
-Status LaunchStateMulticast(const FwdArgs& a, const char* ws, cudaStream_t stream) {
-  using Tr = StateTraits<kRows>;
-  auto* kernel = KdaChunkStateKernel<kRows, false, true>;
-  static std::atomic<uint64_t> done{0};
-  constexpr int kSmem = static_cast<int>(sizeof(StateSmem<kRows>));
-  Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass (multicast)");
-  if (!st.ok()) return st;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = Tr::kSlices;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  int clusters = 0;
-  cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaOccupancyMaxActiveClusters: ") + cudaGetErrorString(err));
-  }
-  if (clusters < 1) return LaunchStateAs<kRows, false>(a, ws, stream);
-  err = cudaLaunchKernelEx(&cfg, kernel, a, ws);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: launching the chunk state pass (multicast): ") +
-                    cudaGetErrorString(err));
-  }
-  return CheckLaunch("the chunk state pass (multicast)");
-}
-
 template <int kRows>
 Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
-  if (a.checkpoints != nullptr) return LaunchStateAs<kRows, true>(a, ws, stream);
-  if (KDA_STATE_MC) return LaunchStateMulticast<kRows>(a, ws, stream);
-  return LaunchStateAs<kRows, false>(a, ws, stream);
+  return a.checkpoints != nullptr ? LaunchStateAs<kRows, true>(a, ws, stream)
+                                  : LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
 }  // namespace

@@ -20,7 +20,6 @@ struct EmuDim3 {
 };
 inline thread_local EmuDim3 threadIdx;
 inline EmuDim3 blockIdx;
-inline EmuDim3 gridDim;
 inline std::barrier<>* g_block_bar = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;
 inline float g_shfl[64][32];
@@ -79,7 +78,6 @@ inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& bo
     for (unsigned y = 0; y < std::max(1u, grid.y); ++y)
       for (unsigned x = 0; x < std::max(1u, grid.x); ++x) {
         blockIdx = {x, y, z};
-        gridDim = {std::max(1u, grid.x), std::max(1u, grid.y), std::max(1u, grid.z)};
         std::barrier<> bar(threads);
         g_block_bar = &bar;
         g_warp_bar.clear();

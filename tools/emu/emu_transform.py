@@ -35,27 +35,9 @@ def forward(src):
                            "inline void CpAsyncCommit() {}")
     src = replace_function(src, "template <int kPending>\n__device__ __forceinline__ void CpAsyncWait()",
                            "template <int kPending>\ninline void CpAsyncWait() {}")
-    # The state pass's multicast mode is not emulated (no clusters here): declarations only.
-    for sig, body in [
-            ("__device__ __forceinline__ uint32_t SmemAddr(",
-             "inline uint32_t SmemAddr(const void*) { return 0; }"),
-            ("__device__ __forceinline__ void MbarInit(", "inline void MbarInit(uint64_t*) {}"),
-            ("__device__ __forceinline__ void MbarInitFence()", "inline void MbarInitFence() {}"),
-            ("__device__ __forceinline__ void MbarExpectTx(",
-             "inline void MbarExpectTx(uint64_t*, uint32_t) {}"),
-            ("__device__ __forceinline__ void MbarWait(",
-             "inline void MbarWait(uint64_t*, uint32_t) {}"),
-            ("__device__ __forceinline__ void BulkMulticast(",
-             "inline void BulkMulticast(void*, const void*, uint32_t, uint64_t*, uint16_t) {}"),
-            ("__device__ __forceinline__ void ClusterSync()", "inline void ClusterSync() {}")]:
-        src = replace_function(src, sig, body)
-    src = replace_function(src, "__device__ __forceinline__ void PrefetchL2(",
-                           "inline void PrefetchL2(const void*) {}")
     src = replace_function(src, "__device__ __forceinline__ float Ex2Ftz(",
                            "inline float Ex2Ftz(float x) { const float y = std::exp2(x);"
                            " return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y; }")
-    src = replace_function(src, "__device__ __forceinline__ int NumSms()",
-                           "inline int NumSms() { return 1; }")
     src = replace_function(src, "__device__ __forceinline__ void Mma(",
                            "inline void Mma(float (&d)[4], const uint32_t (&a)[4], "
                            "const uint32_t (&b)[2]) { EmuMma(d, a, b); }")
