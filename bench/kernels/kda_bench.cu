@@ -25,6 +25,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -66,15 +67,38 @@ T* Alloc(size_t n) {
   return p;
 }
 
+// KDA_BENCH_FWD_ONLY=1: time the forward alone, with the inputs drawn on all host threads
+// (other values, same distribution), for quick variant sweeps; KDA_BENCH_CASES=0,2 picks cases.
+bool FwdOnly() {
+  const char* e = std::getenv("KDA_BENCH_FWD_ONLY");
+  return e != nullptr && std::strcmp(e, "1") == 0;
+}
+
 // Random BF16 N(0,1) (never zeros: they can run faster than real data).
 uint16_t* RandomBf16(size_t n, std::mt19937& rng, float stddev = 1.0f) {
-  std::normal_distribution<float> dist(0.f, stddev);
   std::vector<uint16_t> h(n);
-  for (auto& x : h) {
-    const float f = dist(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    x = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  auto fill = [&](std::mt19937& r, size_t lo, size_t hi) {
+    std::normal_distribution<float> dist(0.f, stddev);
+    for (size_t i = lo; i < hi; ++i) {
+      const float f = dist(r);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      h[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    }
+  };
+  const size_t workers = FwdOnly() ? std::max(1u, std::thread::hardware_concurrency()) : 1;
+  if (workers == 1) {
+    fill(rng, 0, n);
+  } else {
+    std::vector<std::thread> pool;
+    const unsigned base = rng();
+    for (size_t w = 0; w < workers; ++w) {
+      pool.emplace_back([&, w] {
+        std::mt19937 r(base + static_cast<unsigned>(w));
+        fill(r, n * w / workers, n * (w + 1) / workers);
+      });
+    }
+    for (auto& t : pool) t.join();
   }
   uint16_t* d = Alloc<uint16_t>(n);
   BENCH_CUDA(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
@@ -206,6 +230,24 @@ void Run(const Case& c) {
     }
   };
   const double fwd = MedianMs([&] { check(KdaForwardCuda(f, nullptr)); }, 3, 15);
+  if (FwdOnly()) {
+    std::printf("%-28s fwd  median %8.3f ms  target %5.2f ms %s\n", c.name.c_str(), fwd,
+                c.fwd_target_ms, fwd <= c.fwd_target_ms ? "MET" : "missed");
+    for (void* p : {static_cast<void*>(q),     static_cast<void*>(k),
+                    static_cast<void*>(v),     static_cast<void*>(g),
+                    static_cast<void*>(beta),  static_cast<void*>(d_o),
+                    static_cast<void*>(A_log), static_cast<void*>(dt_bias),
+                    static_cast<void*>(s0),    static_cast<void*>(dfs),
+                    static_cast<void*>(cu),    static_cast<void*>(o),
+                    static_cast<void*>(fs),    static_cast<void*>(dq),
+                    static_cast<void*>(dk),    static_cast<void*>(dv),
+                    static_cast<void*>(dg),    static_cast<void*>(dbeta),
+                    static_cast<void*>(dA),    static_cast<void*>(ddt),
+                    static_cast<void*>(ds0),   ws}) {
+      if (p != nullptr) BENCH_CUDA(cudaFree(p));
+    }
+    return;
+  }
   const double bwd = MedianMs(
       [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardSequentialCuda(b, nullptr)); }, 3, 15);
   BENCH_CUDA(cudaGetLastError());
@@ -305,6 +347,9 @@ int main() {
       {"B1 T32768 H16", 32768, 16, 1, 2.24, 5.6},
       {"16 docs x 2048 H16 (packed)", 32768, 16, 16, 1.87, 5.3},
   };
-  for (const Case& c : cases) Run(c);
+  const char* pick = std::getenv("KDA_BENCH_CASES");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (pick == nullptr || std::strchr(pick, static_cast<char>('0' + i)) != nullptr) Run(cases[i]);
+  }
   return 0;
 }

@@ -42,10 +42,13 @@ struct PrepTraits {
   static constexpr int kSubs = kChunk / kSub;
   static constexpr int kThreads = 256;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kGStride = kDim + 1;      // scalar columns walked by rows: no conflicts
+  static constexpr int kGStride = kDim;          // 16-byte rows: vector loads of channel runs
   static constexpr int kKStride = kDim + 8;      // BF16 operand rows over K: conflict-free frags
   static constexpr int kTStride = kChunk + 8;    // operand rows over tokens
   static constexpr int kKdTStride = kChunk + 2;  // Kdec^T staging (FP32, pairs along tokens)
+  // Raw BF16 values of the chunk, staged (cp.async) during Tinv into the part of the union the
+  // solve leaves free, so the right-hand side's V blocks wait on no global load.
+  static constexpr int kVStageOffset = 24576;
   static_assert(kChunk % kWarps == 0, "whole tokens per warp in the preparation");
   static_assert(kSubs == kWarps / 2, "8 warps cover the 2 (J+1) column tiles of A or M");
   static_assert(kChunk == 4 * 16 && kDim == 2 * kChunk, "4 token tiles; [K | V] in 4 blocks");
@@ -76,6 +79,10 @@ struct PrepSmem {
   float rk[kChunk], rq[kChunk], bt[kChunk];  // 1 / |k|, 1 / |q|, sigmoid(beta); 0 for padding
 };
 static_assert(2 * (sizeof(PrepSmem) + 1024) <= 228 * 1024, "two preparation CTAs per SM");
+static_assert(sizeof(PrepSmem::u.s) <= PrepTraits::kVStageOffset &&
+                  sizeof(PrepSmem::u.rhs) <= PrepTraits::kVStageOffset &&
+                  PrepTraits::kVStageOffset + kChunk * kDim * 2 <= sizeof(PrepSmem::u),
+              "V staging overlaps neither the solve's nor the right-hand side's buffers");
 
 template <int kRows>
 struct StateTraits {
@@ -136,7 +143,13 @@ template <int kPending>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
-
+// 2^x, denormal results flushed to zero (a decay factor below 2^-126 contributes nothing that
+// FP32 accumulation of O(1) terms could keep).
+__device__ __forceinline__ float Ex2Ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 // D += A B, m16n8k16, BF16 operands, FP32 accumulators.
 __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -176,6 +189,10 @@ __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&
 
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
+// e^x of a log-gate difference (|x| <= 75 where the result is kept; below, it underflows), as one
+// MUFU.EX2: the split BF16x3 operands carry ~2^-17 relative precision, far above its 2^-22.
+__device__ __forceinline__ float DecayExp(float x) { return Ex2Ftz(x * 1.44269504088896341f); }
+
 struct ChunkCtx {
   const FwdArgs* a;
   int64_t t0;  // first token of the chunk
@@ -196,23 +213,39 @@ __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
 __device__ __forceinline__ void FactorTile(const PrepSmem& sm, int nt, float (&out)[4]) {
   constexpr int kS = PrepTraits::kKStride;
   float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 2
-  for (int ks = 0; ks < kDim / 16; ++ks) {
+  // Two k-halves in separate accumulators: six independent mma chains of four.
+  float b0[4] = {0.f, 0.f, 0.f, 0.f}, b1[4] = {0.f, 0.f, 0.f, 0.f}, b2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int ks = 0; ks < kDim / 32; ++ks) {
     uint32_t ah[4], al[4], bh[2], bl[2];
     LoadA<kS>(&sm.u.f.row[0][0][0], 0, ks * 16, ah);
     LoadA<kS>(&sm.u.f.row[1][0][0], 0, ks * 16, al);
     LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, ks * 16, bh);
     LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, ks * 16, bl);
     Mma3(a0, a1, a2, ah, al, bh, bl);
+    LoadA<kS>(&sm.u.f.row[0][0][0], 0, kDim / 2 + ks * 16, ah);
+    LoadA<kS>(&sm.u.f.row[1][0][0], 0, kDim / 2 + ks * 16, al);
+    LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, kDim / 2 + ks * 16, bh);
+    LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, kDim / 2 + ks * 16, bl);
+    Mma3(b0, b1, b2, ah, al, bh, bl);
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = a0[i] + (a1[i] + a2[i]);
+  for (int i = 0; i < 4; ++i) out[i] = (a0[i] + b0[i]) + ((a1[i] + b1[i]) + (a2[i] + b2[i]));
+}
+
+// SplitPair with one paired conversion per half (bitwise the same values).
+__device__ __forceinline__ void PrepSplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  const float2 hf = __bfloat1622float2(h);
+  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
+  *hi = uint32_t(__bfloat16_as_ushort(h.x)) | (uint32_t(__bfloat16_as_ushort(h.y)) << 16);
+  *lo = uint32_t(__bfloat16_as_ushort(l.x)) | (uint32_t(__bfloat16_as_ushort(l.y)) << 16);
 }
 
 __device__ __forceinline__ void StorePair(uint16_t* hi_base, uint16_t* lo_base, int row, int col,
                                           float x0, float x1) {
   uint32_t hi, lo;
-  SplitPair(x0, x1, &hi, &lo);
+  PrepSplitPair(x0, x1, &hi, &lo);
   *reinterpret_cast<uint32_t*>(hi_base + row + col) = hi;
   *reinterpret_cast<uint32_t*>(lo_base + row + col) = lo;
 }
@@ -226,22 +259,34 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  for (int e = tid; e < cols * (kDim / 2); e += Tr::kThreads) {
-    const int i = e / (kDim / 2), k = 2 * (e % (kDim / 2));
-    StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, k,
-              Kh(sm, i, k) * expf(sm.G[r0][k] - sm.G[i][k]),
-              Kh(sm, i, k + 1) * expf(sm.G[r0][k + 1] - sm.G[i][k + 1]));
+  // 256 threads = 4 rows x 64 channel pairs: the pair and its reference are per thread.
+  constexpr int kRowsPerPass = Tr::kThreads / (kDim / 2);
+  const int kc = 2 * (tid % (kDim / 2));
+  const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
+#pragma unroll 4
+  for (int i = tid / (kDim / 2); i < cols; i += kRowsPerPass) {
+    const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
+    const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
+    const float rk = sm.rk[i];
+    StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, kc,
+              (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
+              (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
   }
   constexpr int kPairs = Tr::kSub * kDim / 2 / Tr::kThreads;
   float f0[kPairs], f1[kPairs];
   uint32_t qq[kPairs];
 #pragma unroll
   for (int it = 0; it < kPairs; ++it) {
-    const int e = tid + it * Tr::kThreads;
-    const int r = e / (kDim / 2), k = 2 * (e % (kDim / 2)), t = r0 + r;
-    f0[it] = expf(sm.G[t][k] - sm.G[r0][k]);
-    f1[it] = expf(sm.G[t][k + 1] - sm.G[r0][k + 1]);
-    qq[it] = t < c.len ? *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, t) + k) : 0u;
+    // The mapping of the column pass: 4 rows x 64 channel pairs per pass (the q rows below too).
+    const int r = tid / (kDim / 2) + it * (Tr::kThreads / (kDim / 2));
+    const int k = 2 * (tid % (kDim / 2)), t = r0 + r;
+    const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][k]);
+    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][k]);
+    f0[it] = DecayExp(gt.x - gr.x);
+    f1[it] = DecayExp(gt.y - gr.y);
+    // Unconditional (clamped) load, so that the loads of all iterations issue together.
+    qq[it] = *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, min(t, c.len - 1)) + k);
+    if (t >= c.len) qq[it] = 0u;
     StorePair(&sm.u.f.row[0][0][0], &sm.u.f.row[1][0][0], r * kS, k, Kh(sm, t, k) * f0[it],
               Kh(sm, t, k + 1) * f1[it]);
   }
@@ -312,13 +357,17 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   // Per token: norms, beta, log-gates (lane owns k = 4 lane .. 4 lane + 3).
+  constexpr int kTokPerWarp = kChunk / Tr::kWarps;
+  uint2 qraw[kTokPerWarp];  // the warp's tokens' q and 1 / |q|, kept for Q Gam
+  float rqv[kTokPerWarp];
   {
     const float exp_a = expf(a.A_log[h]);
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-    constexpr int kBatch = 4;  // tokens whose loads a warp has in flight together
-    static_assert(kChunk / Tr::kWarps % kBatch == 0, "whole batches");
-    for (int i0 = 0; i0 < kChunk / Tr::kWarps; i0 += kBatch) {
+    constexpr int kBatch = kTokPerWarp;  // tokens whose loads are in flight together: all
+    static_assert(kTokPerWarp % kBatch == 0, "whole batches");
+#pragma unroll
+    for (int i0 = 0; i0 < kTokPerWarp; i0 += kBatch) {
       RawToken raw[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
@@ -348,18 +397,23 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
           }
           sq = WarpSum(sq);
           sk = WarpSum(sk);
+          qraw[i0 + i] = r.q;
+          rqv[i0 + i] = 1.0f / sqrtf(sq + 1e-6f);
           if (lane == 0) {
             sm.rq[t] = 1.0f / sqrtf(sq + 1e-6f);
             sm.rk[t] = 1.0f / sqrtf(sk + 1e-6f);
             sm.bt[t] = SigmoidF(r.beta);
           }
-        } else if (lane == 0) {
+        } else {
+          qraw[i0 + i] = make_uint2(0u, 0u);
+          rqv[i0 + i] = 0.f;
+        }
+        if (t >= c.len && lane == 0) {
           sm.rq[t] = 0.f;
           sm.rk[t] = 0.f;
           sm.bt[t] = 0.f;
         }
-#pragma unroll
-        for (int j = 0; j < 4; ++j) sm.G[t][4 * lane + j] = gl[j];
+        *reinterpret_cast<float4*>(&sm.G[t][4 * lane]) = make_float4(gl[0], gl[1], gl[2], gl[3]);
         *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
       }
     }
@@ -381,22 +435,26 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
   // Q Gam (pairs along k), Gam_C, and Kdec = K Gam_C / Gam staged transposed.
   {
     uint16_t* q_lo = qg + kChunk * kDim;
-#pragma unroll 4
-    for (int it = 0; it < kChunk * kDim / 2 / Tr::kThreads; ++it) {
-      const int e = tid + it * Tr::kThreads;
-      const int t = e / (kDim / 2), k = 2 * (e % (kDim / 2));
-      uint32_t qq = 0;
-      if (t < c.len) qq = *reinterpret_cast<const uint32_t*>(a.q + TokenBase(c, t) + k);
-      StorePair(qg, q_lo, t * kDim, k, Bf16(qq & 0xffff) * sm.rq[t] * expf(sm.G[t][k]),
-                Bf16(qq >> 16) * sm.rq[t] * expf(sm.G[t][k + 1]));
+    // From the token phase's registers: warp = token, lane = 4 channels (8-byte stores).
+#pragma unroll
+    for (int i = 0; i < kTokPerWarp; ++i) {
+      const int t = warp + Tr::kWarps * i;
+      const float4 gg = *reinterpret_cast<const float4*>(&sm.G[t][4 * lane]);
+      uint2 hi, lo;
+      PrepSplitPair(Bf16(qraw[i].x & 0xffff) * rqv[i] * DecayExp(gg.x),
+                    Bf16(qraw[i].x >> 16) * rqv[i] * DecayExp(gg.y), &hi.x, &lo.x);
+      PrepSplitPair(Bf16(qraw[i].y & 0xffff) * rqv[i] * DecayExp(gg.z),
+                    Bf16(qraw[i].y >> 16) * rqv[i] * DecayExp(gg.w), &hi.y, &lo.y);
+      *reinterpret_cast<uint2*>(qg + t * kDim + 4 * lane) = hi;
+      *reinterpret_cast<uint2*>(q_lo + t * kDim + 4 * lane) = lo;
     }
-#pragma unroll 4
-    for (int it = 0; it < kChunk * kDim / Tr::kThreads; ++it) {
-      const int e = tid + it * Tr::kThreads;
-      const int t = e / kDim, k = e % kDim;
-      sm.u.kdt[k][t] = Kh(sm, t, k) * expf(sm.G[kChunk - 1][k] - sm.G[t][k]);
+    const int k = tid % kDim;
+    const float gl = sm.G[kChunk - 1][k];
+#pragma unroll 8
+    for (int t = tid / kDim; t < kChunk; t += Tr::kThreads / kDim) {
+      sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(gl - sm.G[t][k]);
     }
-    if (tid < kDim) gamc[tid] = expf(sm.G[kChunk - 1][tid]);
+    if (tid < kDim) gamc[tid] = DecayExp(sm.G[kChunk - 1][tid]);
     __syncthreads();
     uint16_t* kd = reinterpret_cast<uint16_t*>(kdt);
     for (int e = tid; e < kDim * kChunk / 2; e += Tr::kThreads) {
@@ -412,6 +470,13 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
 
   // Tinv = (I + A)^-1 in FP32: 16 x 16 diagonal blocks by forward substitution (one column per
   // thread), then block rows Tinv[J, <J] = -Tinv[J, J] (A[J, <J] Tinv[<J, <J]).
+  uint16_t* vs =
+      reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(&sm.u) + Tr::kVStageOffset);
+  for (int e = tid; e < kChunk * kDim / 8; e += Tr::kThreads) {
+    const int t = e / (kDim / 8), p = e % (kDim / 8);
+    if (t < c.len) CpAsync16(vs + t * kDim + 8 * p, a.v + TokenBase(c, t) + 8 * p);
+  }
+  CpAsyncCommit();
   {
     float* tv = &sm.u.s.tinv[0][0];
     for (int e = tid; e < kChunk * Tr::kTStride; e += Tr::kThreads) tv[e] = 0.f;
@@ -430,21 +495,35 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
       for (int i = 0; i < Tr::kSub; ++i) sm.u.s.tinv[b + i][b + j] = x[i];
     }
     __syncthreads();
-#pragma unroll 1
+    // Fixed-length (unrolled) sums: the extra terms multiply exact zeros of the triangular
+    // factors and add +-0, so the result is bitwise the ragged sums'.
+#pragma unroll
     for (int J = 1; J < Tr::kSubs; ++J) {
       const int n = J * Tr::kSub;
-      for (int e = tid; e < Tr::kSub * n; e += Tr::kThreads) {
-        const int r = e / n, cc = e % n;
-        float acc = 0.f;
-        for (int l = cc; l < n; ++l) acc = fmaf(sm.a.A[n + r][l], sm.u.s.tinv[l][cc], acc);
-        sm.u.s.r[r][cc] = acc;
+#pragma unroll
+      for (int e0 = 0; e0 < Tr::kSub * n; e0 += Tr::kThreads) {
+        const int e = e0 + tid;
+        if (e < Tr::kSub * n) {
+          const int r = e / n, cc = e % n;
+          float acc = 0.f;
+#pragma unroll
+          for (int l = 0; l < n; ++l) acc = fmaf(sm.a.A[n + r][l], sm.u.s.tinv[l][cc], acc);
+          sm.u.s.r[r][cc] = acc;
+        }
       }
       __syncthreads();
-      for (int e = tid; e < Tr::kSub * n; e += Tr::kThreads) {
-        const int r = e / n, cc = e % n;
-        float acc = 0.f;
-        for (int l = 0; l <= r; ++l) acc = fmaf(sm.u.s.tinv[n + r][n + l], sm.u.s.r[l][cc], acc);
-        sm.u.s.tinv[n + r][cc] = -acc;
+#pragma unroll
+      for (int e0 = 0; e0 < Tr::kSub * n; e0 += Tr::kThreads) {
+        const int e = e0 + tid;
+        if (e < Tr::kSub * n) {
+          const int r = e / n, cc = e % n;
+          float acc = 0.f;
+#pragma unroll
+          for (int l = 0; l < Tr::kSub; ++l) {
+            acc = fmaf(sm.u.s.tinv[n + r][n + l], sm.u.s.r[l][cc], acc);
+          }
+          sm.u.s.tinv[n + r][cc] = -acc;
+        }
       }
       __syncthreads();
     }
@@ -454,6 +533,7 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
       StorePair(&sm.a.tinv[0][0][0], &sm.a.tinv[1][0][0], t * Tr::kTStride, j, sm.u.s.tinv[t][j],
                 sm.u.s.tinv[t][j + 1]);
     }
+    CpAsyncWait<0>();  // V staged
     __syncthreads();
   }
 
@@ -464,17 +544,24 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     uint16_t* w_lo = negw + kChunk * kDim;
 #pragma unroll 1
     for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
-      for (int e = tid; e < kChunk * kChunk / 2; e += Tr::kThreads) {
-        const int j = 2 * (e / kChunk), cl = e % kChunk, col = cb * kChunk + cl;
-        float x0 = 0.f, x1 = 0.f;
-        if (col < kDim) {
-          x0 = sm.bt[j] * (Kh(sm, j, col) * expf(sm.G[j][col]));
-          x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * expf(sm.G[j + 1][col]));
-        } else {
-          if (j < c.len) x0 = sm.bt[j] * Bf16(a.v[TokenBase(c, j) + col - kDim]);
-          if (j + 1 < c.len) x1 = sm.bt[j + 1] * Bf16(a.v[TokenBase(c, j + 1) + col - kDim]);
+      // 256 threads = 4 token pairs x 64 columns; the K and V blocks as separate unrolled loops.
+      constexpr int kPairsPerPass = Tr::kThreads / kChunk;
+      const int cl = tid % kChunk, col = cb * kChunk + cl;
+      if (col < kDim) {
+#pragma unroll
+        for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
+          const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
+          const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
+          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
-        StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+      } else {
+#pragma unroll
+        for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
+          const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
+          const float x1 =
+              j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
+          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+        }
       }
       __syncthreads();
       float a0[4][4], a1[4][4], a2[4][4];

@@ -35,6 +35,9 @@ def forward(src):
                            "inline void CpAsyncCommit() {}")
     src = replace_function(src, "template <int kPending>\n__device__ __forceinline__ void CpAsyncWait()",
                            "template <int kPending>\ninline void CpAsyncWait() {}")
+    src = replace_function(src, "__device__ __forceinline__ float Ex2Ftz(",
+                           "inline float Ex2Ftz(float x) { const float y = std::exp2(x);"
+                           " return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y; }")
     src = replace_function(src, "__device__ __forceinline__ void Mma(",
                            "inline void Mma(float (&d)[4], const uint32_t (&a)[4], "
                            "const uint32_t (&b)[2]) { EmuMma(d, a, b); }")
