@@ -885,7 +885,7 @@ Status LaunchChain(const ChunkBwdArgs& b, cudaStream_t stream) {
 bool KdaChunkedBackwardEnabled() {
   static const bool enabled = [] {
     const char* e = std::getenv("CAKEGRAD_KDA_CHUNKED_BWD");
-    return e == nullptr || std::strcmp(e, "0") != 0;
+    return e != nullptr && std::strcmp(e, "1") == 0;
   }();
   return enabled;
 }

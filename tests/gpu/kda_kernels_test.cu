@@ -259,7 +259,7 @@ void RunBoth(Problem& pr, cudaStream_t stream) {
 
 class KdaKernelsAccuracy : public ::testing::TestWithParam<Shape> {};
 
-// The chunked backward (kda_chunked_backward.cu) after the forward, whatever
+// The chunked backward (kda_chunked_backward.cu, opt-in) after the forward, whatever
 // CAKEGRAD_KDA_CHUNKED_BWD says.
 void RunBothChunked(Problem& pr, cudaStream_t stream) {
   const Status f = KdaForwardCuda(pr.Fwd(), stream);
