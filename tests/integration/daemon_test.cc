@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -54,16 +56,37 @@ class DaemonTest : public ::testing::Test {
 
 // Returns once a request holds `region` (ListRegions' in_flight count), so a test acts while
 // the request runs, not before it arrived.
-void WaitUntilInFlight(Client& client, uint64_t region) {
-  for (int i = 0; i < 2000; ++i) {
-    auto regions = client.ListRegions();
-    ASSERT_TRUE(regions.ok()) << regions.status();
-    for (const auto& r : *regions) {
-      if (r.region_id() == region && r.in_flight() > 0) return;
+// A conv1d backward running in the daemon, returned once ListRegions shows it in flight. Under
+// heavy load a call can finish before the first poll sees it; then a call twice as long is
+// tried, since the tests need the window, not a size (the earlier region is unregistered).
+struct InFlight {
+  std::unique_ptr<Conv1dCall> call;
+  std::future<absl::StatusOr<v1::RunResponse>> result;
+};
+
+InFlight StartInFlight(Client& client) {
+  int64_t S = 1 << 17;  // the host reference takes tens of milliseconds
+  for (int attempt = 0; attempt < 2; ++attempt, S *= 2) {
+    InFlight f;
+    f.call = std::make_unique<Conv1dCall>(client, S, 64);
+    Conv1dCall* call = f.call.get();
+    f.result = std::async(std::launch::async,
+                          [&client, call] { return client.Conv1dBackward(call->args); });
+    const uint64_t region = call->arena.region();
+    while (f.result.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      auto regions = client.ListRegions();
+      if (!regions.ok()) {
+        ADD_FAILURE() << regions.status();
+        return f;
+      }
+      for (const auto& r : *regions) {
+        if (r.region_id() == region && r.in_flight() > 0) return f;
+      }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(client.UnregisterRegion(region).ok());
   }
-  FAIL() << "the request never started";
+  ADD_FAILURE() << "no conv1d backward was seen in flight in two tries";
+  return {};
 }
 
 // Random document boundaries with empty documents mixed in.
@@ -327,12 +350,11 @@ TEST_F(DaemonTest, EventCompletionNeedsTheCudaBackend) {
 }
 
 TEST_F(DaemonTest, UnregisterWhileInUseDefersTheUnmap) {
-  Conv1dCall call(*client_, 1 << 17, 64);  // large enough that the host reference takes a while
-  auto in_flight =
-      std::async(std::launch::async, [&] { return client_->Conv1dBackward(call.args); });
-  WaitUntilInFlight(*client_, call.arena.region());
+  InFlight in_flight = StartInFlight(*client_);
+  ASSERT_NE(in_flight.call, nullptr);
+  Conv1dCall& call = *in_flight.call;
   EXPECT_TRUE(client_->UnregisterRegion(call.arena.region()).ok());
-  auto result = in_flight.get();
+  auto result = in_flight.result.get();
   ASSERT_TRUE(result.ok()) << result.status();
   // The request that pinned the region completed with correct results (the client's own
   // mapping of the arena outlives the daemon's).
@@ -411,12 +433,11 @@ TEST_F(DaemonTest, SocketModeAndCleanShutdown) {
 }
 
 TEST_F(DaemonTest, ShutdownFinishesInFlightWork) {
-  Conv1dCall call(*client_, 1 << 17, 64);
-  auto in_flight =
-      std::async(std::launch::async, [&] { return client_->Conv1dBackward(call.args); });
-  WaitUntilInFlight(*client_, call.arena.region());
+  InFlight in_flight = StartInFlight(*client_);
+  ASSERT_NE(in_flight.call, nullptr);
+  Conv1dCall& call = *in_flight.call;
   kill(daemon_.pid(), SIGTERM);
-  auto result = in_flight.get();
+  auto result = in_flight.result.get();
   EXPECT_TRUE(result.ok()) << result.status();
   for (uint16_t v : call.arena.Get<uint16_t>(call.args.dx)) {
     ASSERT_NE(v, 0xFFFF) << "dx fully written before the daemon exited";
