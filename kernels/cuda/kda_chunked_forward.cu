@@ -382,26 +382,14 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
         if (t < c.len) {
           const RawToken& r = raw[i];
           kraw = r.k;
-          const float qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
-                               Bf16(r.q.y >> 16)};
-          const float kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
-                               Bf16(r.k.y >> 16)};
-          const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
-                               Bf16(r.g.y >> 16)};
-          float sq = 0.f, sk = 0.f;
+          const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            sq = fmaf(qf[j], qf[j], sq);
-            sk = fmaf(kf[j], kf[j], sk);
-            gl[j] = a.s.lower_bound * SigmoidF(exp_a * (gf[j] + db[j]));
-          }
-          sq = WarpSum(sq);
-          sk = WarpSum(sk);
+          for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
           qraw[i0 + i] = r.q;
-          rqv[i0 + i] = 1.0f / sqrtf(sq + 1e-6f);
+          rqv[i0 + i] = tl.rq;
           if (lane == 0) {
-            sm.rq[t] = 1.0f / sqrtf(sq + 1e-6f);
-            sm.rk[t] = 1.0f / sqrtf(sk + 1e-6f);
+            sm.rq[t] = tl.rq;
+            sm.rk[t] = tl.rk;
             sm.bt[t] = SigmoidF(r.beta);
           }
         } else {

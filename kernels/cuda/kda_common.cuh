@@ -120,6 +120,40 @@ __device__ __forceinline__ RawToken LoadToken(const uint16_t* q, const uint16_t*
   return r;
 }
 
+// A token's lane values as every KDA kernel derives them: q and k unpacked, the reciprocal
+// norms rq, rk (warp sums) and the log-decays gl = lower_bound * sigmoid(A (g + dt_bias)). db is
+// this lane's dt_bias[h, 4l .. 4l+3]. One definition, so that the forwards, the backwards and
+// the recompute agree bit for bit.
+struct TokenLane {
+  float qf[4], kf[4], gl[4];
+  float rq, rk;
+};
+
+__device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float db[4], float exp_a,
+                                                 float lower_bound) {
+  TokenLane t;
+  const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
+                       Bf16(r.g.y >> 16)};
+  t.qf[0] = Bf16(r.q.x & 0xffff);
+  t.qf[1] = Bf16(r.q.x >> 16);
+  t.qf[2] = Bf16(r.q.y & 0xffff);
+  t.qf[3] = Bf16(r.q.y >> 16);
+  t.kf[0] = Bf16(r.k.x & 0xffff);
+  t.kf[1] = Bf16(r.k.x >> 16);
+  t.kf[2] = Bf16(r.k.y & 0xffff);
+  t.kf[3] = Bf16(r.k.y >> 16);
+  float sq = 0.f, sk = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sq = fmaf(t.qf[i], t.qf[i], sq);
+    sk = fmaf(t.kf[i], t.kf[i], sk);
+    t.gl[i] = lower_bound * SigmoidF(exp_a * (gf[i] + db[i]));
+  }
+  t.rq = 1.0f / sqrtf(WarpSum(sq) + 1e-6f);
+  t.rk = 1.0f / sqrtf(WarpSum(sk) + 1e-6f);
+  return t;
+}
+
 struct TokenScalars {
   float rq, rk, bt;
   float qk;  // kh . qh
@@ -132,24 +166,11 @@ __device__ __forceinline__ TokenScalars ComputeToken(const RawToken& r, float4 d
                                                      float lower_bound, float* kh, float* qh,
                                                      float* d) {
   const int lane = threadIdx.x & 31;
-  const float qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
-                       Bf16(r.q.y >> 16)};
-  const float kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
-                       Bf16(r.k.y >> 16)};
-  const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
-                       Bf16(r.g.y >> 16)};
   const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-  float sq = 0.f, sk = 0.f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    sq = fmaf(qf[i], qf[i], sq);
-    sk = fmaf(kf[i], kf[i], sk);
-  }
-  sq = WarpSum(sq);
-  sk = WarpSum(sk);
+  const TokenLane t = UnpackToken(r, db, exp_a, lower_bound);
   TokenScalars ts;
-  ts.rq = 1.0f / sqrtf(sq + 1e-6f);
-  ts.rk = 1.0f / sqrtf(sk + 1e-6f);
+  ts.rq = t.rq;
+  ts.rk = t.rk;
   ts.bt = SigmoidF(r.beta);
   float4 khv, qhv, dv;
   float* khp = &khv.x;
@@ -158,10 +179,10 @@ __device__ __forceinline__ TokenScalars ComputeToken(const RawToken& r, float4 d
   float qk = 0.f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    khp[i] = kf[i] * ts.rk;
-    qhp[i] = qf[i] * ts.rq;
+    khp[i] = t.kf[i] * ts.rk;
+    qhp[i] = t.qf[i] * ts.rq;
     qk = fmaf(khp[i], qhp[i], qk);
-    dp[i] = expf(lower_bound * SigmoidF(exp_a * (gf[i] + db[i])));
+    dp[i] = expf(t.gl[i]);
   }
   ts.qk = WarpSum(qk);
   reinterpret_cast<float4*>(kh)[lane] = khv;
