@@ -229,10 +229,7 @@ void Run(const Case& c) {
       std::exit(1);
     }
   };
-  const double fwd = MedianMs([&] { check(KdaForwardCuda(f, nullptr)); }, 3, 15);
-  if (FwdOnly()) {
-    std::printf("%-28s fwd  median %8.3f ms  target %5.2f ms %s\n", c.name.c_str(), fwd,
-                c.fwd_target_ms, fwd <= c.fwd_target_ms ? "MET" : "missed");
+  auto free_all = [&] {
     for (void* p : {static_cast<void*>(q),     static_cast<void*>(k),
                     static_cast<void*>(v),     static_cast<void*>(g),
                     static_cast<void*>(beta),  static_cast<void*>(d_o),
@@ -246,6 +243,12 @@ void Run(const Case& c) {
                     static_cast<void*>(ds0),   ws}) {
       if (p != nullptr) BENCH_CUDA(cudaFree(p));
     }
+  };
+  const double fwd = MedianMs([&] { check(KdaForwardCuda(f, nullptr)); }, 3, 15);
+  if (FwdOnly()) {
+    std::printf("%-28s fwd  median %8.3f ms  target %5.2f ms %s\n", c.name.c_str(), fwd,
+                c.fwd_target_ms, fwd <= c.fwd_target_ms ? "MET" : "missed");
+    free_all();
     return;
   }
   const double bwd = MedianMs(
@@ -321,19 +324,7 @@ void Run(const Case& c) {
   }
   std::printf("\n");
 
-  for (void* p : {static_cast<void*>(q),     static_cast<void*>(k),
-                  static_cast<void*>(v),     static_cast<void*>(g),
-                  static_cast<void*>(beta),  static_cast<void*>(d_o),
-                  static_cast<void*>(A_log), static_cast<void*>(dt_bias),
-                  static_cast<void*>(s0),    static_cast<void*>(dfs),
-                  static_cast<void*>(cu),    static_cast<void*>(o),
-                  static_cast<void*>(fs),    static_cast<void*>(dq),
-                  static_cast<void*>(dk),    static_cast<void*>(dv),
-                  static_cast<void*>(dg),    static_cast<void*>(dbeta),
-                  static_cast<void*>(dA),    static_cast<void*>(ddt),
-                  static_cast<void*>(ds0),   ws}) {
-    if (p != nullptr) BENCH_CUDA(cudaFree(p));
-  }
+  free_all();
 }
 
 }  // namespace
