@@ -38,6 +38,7 @@
 #include "kda_chunked_backward.cuh"
 #include "kda_chunked_forward.cuh"
 #include "kda_common.cuh"
+#include "kda_mma.cuh"
 
 namespace cakegrad::kernels {
 namespace kda_cuda {
@@ -125,14 +126,6 @@ __device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t
     dst[(2 * j) * ld] = Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff);
     dst[(2 * j + 1) * ld] = Bf16(h[j] >> 16) + Bf16(l[j] >> 16);
   }
-}
-
-// acc + a . b in the order x, y, z, w (one fixed order: bitwise reproducible).
-__device__ __forceinline__ float Dot4(float4 a, float4 b, float acc) {
-  acc = fmaf(a.x, b.x, acc);
-  acc = fmaf(a.y, b.y, acc);
-  acc = fmaf(a.z, b.z, acc);
-  return fmaf(a.w, b.w, acc);
 }
 
 // Four consecutive BF16 values (8-byte aligned) as floats.
@@ -377,10 +370,6 @@ struct GradTraits {
   static constexpr int kPerThread = kChunk / kTq;
   static_assert(kThreads % kDim == 0 && kChunk % kTq == 0 && kChunk % kWarps == 0, "mapping");
   static_assert(kTq == 4 && kDim / 32 == 4, "4 warps per token group: 4 partial dot products");
-  // S0 / dS1 key tiles staged for U and dU; row stride 20 floats: 8 consecutive rows' 16-byte
-  // reads fall in distinct banks.
-  static constexpr int kTile = 16;
-  static constexpr int kStageLd = kTile + 4;
 };
 
 struct GradSmem {
@@ -389,17 +378,17 @@ struct GradSmem {
   uint16_t q[kChunk][kDim];    // raw queries
   uint16_t d_o[kChunk][kDim];  // raw dO
   union {
-    float u[kChunk][kDim];                       // U
-    float stage[2][kDim][GradTraits::kStageLd];  // S0, dS1 key tiles (before U)
-    struct {
+    float u[kChunk][kDim];       // U
+    struct {                     // after dM (U is dead)
       float p[kChunk][kChunk];   // P = A / beta (strictly lower)
-      float da[kChunk][kChunk];  // dA (strictly lower)
+      float da[kChunk][kChunk];  // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
   float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
   float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
   float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
   float rk[kChunk], rq[kChunk], bt[kChunk];
+  float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
   float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
   float part[2][GradTraits::kTq][kDim];
@@ -511,60 +500,75 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
 
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
-  // sum_k Kdec[t][k] dS1[v][k] (column v = kc).
-  float du_keep[kJ];
+  // sum_k Kdec[t][k] dS1[v][k], on the tensor cores (mma.sync m16n8k16, FP32 accumulation): warp w
+  // owns columns v = 8 w .. 8 w + 7 for all 64 tokens, so it reads rows 8 w .. 8 w + 7 of S0 and
+  // dS1 from L2 once (64 KiB each per CTA) and splits them on the fly; -W, Kdec and M^T are split
+  // from their FP32 staging (hi + lo of the record joined exactly, so the split gives back the
+  // record's parts). BF16x3 (the study's state / dwu classes); dO exactly BF16, so M^T dO takes
+  // two passes. The CUDA-core loops (16-key S0 / dS1 tiles through shared memory, ~8k
+  // instructions per thread) needed 16 barriers; this needs none.
+  constexpr int kMt = kChunk / 16;  // 16-token tiles
+  static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
+  const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
+  float cd[kMt][4];  // dU, kept in registers until Kdec is consumed
   {
-    float acc[kJ], a1[kJ], a2[kJ];
+    float cu[kMt][4], cm[kMt][4];
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      acc[j] = rec.uv[(tq + 4 * j) * kDim + kc];
-      a1[j] = 0.f;
-      a2[j] = 0.f;
-    }
-    // S0 and dS1 rows through shared memory in 16-key tiles, loaded coalesced once per CTA (a
-    // row per thread straight from L2 re-read each 16-byte piece in four warps, ~1 MB per CTA).
-#pragma unroll 1
-    for (int k0 = 0; k0 < kDim; k0 += Tr::kTile) {
-      constexpr int kPieces = kDim * Tr::kTile / 4;
-      for (int e = tid; e < 2 * kPieces; e += Tr::kThreads) {
-        const int which = e / kPieces, r = (e % kPieces) / 4, c = 4 * (e % 4);
-        const float* src = (which == 0 ? s0 : ds1) + r * kDim + k0 + c;
-        *reinterpret_cast<float4*>(&sm.r1.stage[which][r][c]) =
-            *reinterpret_cast<const float4*>(src);
-      }
-      __syncthreads();
+    for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-      for (int k = 0; k < Tr::kTile; k += 4) {
-        const float4 sv = *reinterpret_cast<const float4*>(&sm.r1.stage[0][kc][k]);
-        const float4 dsv = *reinterpret_cast<const float4*>(&sm.r1.stage[1][kc][k]);
-#pragma unroll
-        for (int j = 0; j < kJ; ++j) {
-          const float4 w = *reinterpret_cast<const float4*>(&sm.bufw[tq + 4 * j][k0 + k]);
-          const float4 kd = *reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][k0 + k]);
-          acc[j] = Dot4(w, sv, acc[j]);
-          a2[j] = Dot4(kd, dsv, a2[j]);
-        }
-      }
-      __syncthreads();  // the tile is consumed (the last one before U takes its space)
+      for (int i = 0; i < 4; ++i) cu[m][i] = cd[m][i] = cm[m][i] = 0.f;
     }
 #pragma unroll 1
-    for (int s = 0; s < kChunk; s += 4) {
-      const float4 d = make_float4(Bf16(sm.d_o[s][kc]), Bf16(sm.d_o[s + 1][kc]),
-                                   Bf16(sm.d_o[s + 2][kc]), Bf16(sm.d_o[s + 3][kc]));
+    for (int k0 = 0; k0 < kDim; k0 += 16) {
+      uint32_t sh[2], sl[2], dh[2], dl[2];
+      LoadBSplitT(s0, kDim, n0, k0, sh, sl);
+      LoadBSplitT(ds1, kDim, n0, k0, dh, dl);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        a1[j] = Dot4(*reinterpret_cast<const float4*>(&sm.dm[tq + 4 * j][s]), d, a1[j]);
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ah[4], al[4];
+        LoadASplit(&sm.bufw[0][0], kDim, 16 * m, k0, ah, al);
+        Mma(cu[m], ah, sh);
+        Mma(cu[m], ah, sl);
+        Mma(cu[m], al, sh);
+        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, k0, ah, al);
+        Mma(cd[m], ah, dh);
+        Mma(cd[m], ah, dl);
+        Mma(cd[m], al, dh);
+      }
+    }
+    // M^T dO: B[s][v] = dO[s][v], two BF16 values of one column packed per register.
+#pragma unroll 1
+    for (int k0 = 0; k0 < kChunk; k0 += 16) {
+      const int s = k0 + 2 * (lane & 3), v = n0 + fr;
+      const uint32_t b[2] = {uint32_t(sm.d_o[s][v]) | (uint32_t(sm.d_o[s + 1][v]) << 16),
+                             uint32_t(sm.d_o[s + 8][v]) | (uint32_t(sm.d_o[s + 9][v]) << 16)};
+#pragma unroll
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ah[4], al[4];
+        LoadASplit(&sm.dm[0][0], kChunk, 16 * m, k0, ah, al);
+        Mma(cm[m], ah, b);
+        Mma(cm[m], al, b);
       }
     }
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      sm.r1.u[tq + 4 * j][kc] = acc[j];
-      du_keep[j] = fmaf(scale, a1[j], a2[j]);
+    for (int m = 0; m < kMt; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int t = 16 * m + fr + 8 * h;
+        const float2 uv = *reinterpret_cast<const float2*>(rec.uv + t * kDim + fc);
+        *reinterpret_cast<float2*>(&sm.r1.u[t][fc]) =
+            make_float2(uv.x + cu[m][2 * h], uv.y + cu[m][2 * h + 1]);
+        cd[m][2 * h] = fmaf(scale, cm[m][2 * h], cd[m][2 * h]);
+        cd[m][2 * h + 1] = fmaf(scale, cm[m][2 * h + 1], cd[m][2 * h + 1]);
+      }
     }
   }
   __syncthreads();  // -W, M and Kdec are consumed; U and the cumulative gates are complete
 #pragma unroll
-  for (int j = 0; j < kJ; ++j) sm.bufu[tq + 4 * j][kc] = du_keep[j];
+  for (int m = 0; m < kMt; ++m) {
+    *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr][fc]) = make_float2(cd[m][0], cd[m][1]);
+    *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr + 8][fc]) = make_float2(cd[m][2], cd[m][3]);
+  }
   if (tid < kDim) {
     float acc = 0.f;
     for (int v = 0; v < kDim; ++v) acc = fmaf(ds1[v * kDim + tid], s0[v * kDim + tid], acc);
@@ -576,70 +580,128 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // and Y = Kdec dKdec (exclusive forward cumsum).
   float dqh[kJ], dkh[kJ], X[kJ], Y[kJ];
   {
-    // d(Q Gam) = scale dO S0 and dW = -dU S0 (column k = kc).
-    float a1[kJ], a2[kJ];
+    // d(Q Gam) = scale dO S0 and dW = -dU S0 on the tensor cores (mma.sync m16n8k16, FP32
+    // accumulation): warp w owns columns k = 8 w .. 8 w + 7 for all 64 tokens, so each S0 element
+    // is read from L2 by one warp and split into hi + lo once. dO is exactly BF16 (two passes,
+    // dO S0_hi + dO S0_lo: the study's bf16x3e, 2.1e-5 alone); dU is split too (BF16x3, the
+    // study's dwu class). The CUDA-core loop took ~8k instructions per thread (11%); this one
+    // ~1.6k. Both products come out in fragment layout: d(Q Gam) goes through bufw (-W is dead)
+    // to the per-token thread layout, then dW replaces it there.
+    float cq[kMt][4], cw[kMt][4];
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) a1[j] = a2[j] = 0.f;
+    for (int m = 0; m < kMt; ++m) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) cq[m][i] = cw[m][i] = 0.f;
+    }
 #pragma unroll 1
-    for (int v = 0; v < kDim; v += 4) {
-      const float4 sv = make_float4(s0[v * kDim + kc], s0[(v + 1) * kDim + kc],
-                                    s0[(v + 2) * kDim + kc], s0[(v + 3) * kDim + kc]);
+    for (int v0 = 0; v0 < kDim; v0 += 16) {
+      uint32_t bh[2], bl[2];
+      LoadBSplit(s0, kDim, v0, n0, bh, bl);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        a1[j] = Dot4(Bf16x4(&sm.d_o[tq + 4 * j][v]), sv, a1[j]);
-        a2[j] = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][v]), sv, a2[j]);
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ao[4], uh[4], ul[4];
+        LoadA<kDim>(&sm.d_o[0][0], 16 * m, v0, ao);
+        Mma(cq[m], ao, bh);
+        Mma(cq[m], ao, bl);
+        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, v0, uh, ul);
+        Mma(cw[m], uh, bh);
+        Mma(cw[m], uh, bl);
+        Mma(cw[m], ul, bh);
       }
     }
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(cq[m][0], cq[m][1]);
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr + 8][fc]) = make_float2(cq[m][2], cq[m][3]);
+    }
+    __syncthreads();
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int t = tq + 4 * j;
       const float gam = expf(sm.G[t][kc]);
-      const float dqg = scale * a1[j];
+      const float dqg = scale * sm.bufw[t][kc];
       dqh[j] = gam * dqg;
       X[j] = (QhAt(sm, t, kc) * gam) * dqg;  // Q Gam d(Q Gam): a factor exp(G)
-      sm.bufw[t][kc] = -a2[j];               // dW (-W is dead)
     }
-  }
-  {
-    // dKdec = U dS1 (column k = kc); Kdec = kh Gam_C / Gam.
-    float a1[kJ];
+    __syncthreads();  // d(Q Gam) is read: dKdec takes its place
+    // dKdec = U dS1 (Kdec = kh Gam_C / Gam), the same way: B fragments of dS1 from L2, U split
+    // from shared memory (BF16x3, dwu class); ~4k instructions per thread on the CUDA cores.
+    float ck[kMt][4];
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) a1[j] = 0.f;
-#pragma unroll 2
-    for (int v = 0; v < kDim; ++v) {
-      const float dsv = ds1[v * kDim + kc];
+    for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) a1[j] = fmaf(sm.r1.u[tq + 4 * j][v], dsv, a1[j]);
+      for (int i = 0; i < 4; ++i) ck[m][i] = 0.f;
     }
+#pragma unroll 1
+    for (int v0 = 0; v0 < kDim; v0 += 16) {
+      uint32_t bh[2], bl[2];
+      LoadBSplit(ds1, kDim, v0, n0, bh, bl);
+#pragma unroll
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ah[4], al[4];
+        LoadASplit(&sm.r1.u[0][0], kDim, 16 * m, v0, ah, al);
+        Mma(ck[m], ah, bh);
+        Mma(ck[m], ah, bl);
+        Mma(ck[m], al, bh);
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(ck[m][0], ck[m][1]);
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr + 8][fc]) = make_float2(ck[m][2], ck[m][3]);
+    }
+    __syncthreads();
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int t = tq + 4 * j;
       const float dec = expf(sm.G[kChunk - 1][kc] - sm.G[t][kc]);
-      dkh[j] = dec * a1[j];
-      Y[j] = (KhAt(sm, t, kc) * dec) * a1[j];
+      const float dkd = sm.bufw[t][kc];
+      dkh[j] = dec * dkd;
+      Y[j] = (KhAt(sm, t, kc) * dec) * dkd;
+    }
+    __syncthreads();  // dKdec is read: dW takes its place
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(-cw[m][0], -cw[m][1]);
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr + 8][fc]) = make_float2(-cw[m][2], -cw[m][3]);
     }
   }
   __syncthreads();  // dW complete; M (in dm) is consumed
 
-  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t. Lanes take consecutive s; the 4-column
-  // block index rotates with s so their 16-byte loads hit distinct banks. Fixed order per
-  // element: deterministic.
+  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t on the tensor cores: 32 tiles of 16 x 8,
+  // two per warp, those wholly above the diagonal written as zeros without products. dO is exactly
+  // BF16 and U split (two passes). dM's diagonal goes to dmd and is zeroed in dm (the pair terms
+  // below rely on it). The CUDA-core loop took ~3k instructions per thread.
 #pragma unroll 1
-  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-    const int t = e / kChunk, s = e % kChunk;
-    float acc = 0.f;
-    if (s <= t) {
-#pragma unroll 1
-      for (int vb = 0; vb < kDim / 4; ++vb) {
-        const int v = 4 * ((vb + s) % (kDim / 4));
-        acc = Dot4(Bf16x4(&sm.d_o[t][v]), *reinterpret_cast<const float4*>(&sm.r1.u[s][v]), acc);
+  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
+    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    if (c0 <= m0 + 15) {  // warp-uniform
+#pragma unroll 2
+      for (int v0 = 0; v0 < kDim; v0 += 16) {
+        uint32_t ao[4], bh[2], bl[2];
+        LoadA<kDim>(&sm.d_o[0][0], m0, v0, ao);
+        LoadBSplitT(&sm.r1.u[0][0], kDim, c0, v0, bh, bl);
+        Mma(acc, ao, bh);
+        Mma(acc, ao, bl);
       }
     }
-    sm.dm[t][s] = scale * acc;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = m0 + (lane >> 2) + 8 * (e >> 1), c = c0 + 2 * (lane & 3) + (e & 1);
+      const float x = c <= t ? scale * acc[e] : 0.f;
+      if (c == t) sm.dmd[t] = x;
+      sm.dm[t][c] = c == t ? 0.f : x;
+    }
   }
   __syncthreads();  // U is dead: its space takes P and dA
 
-  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t.
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t. The
+  // exponential is one MUFU.EX2 (DecayExp, ~2 ulp): P feeds A, which the study found to tolerate
+  // BF16x3 operands (2^-17), so expf's accurate path (~9 instructions per key) bought nothing.
+  // Each thread also stores -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the
+  // dA buffer, which is free until the solve is done: the solve then reads one broadcast operand
+  // per step instead of recomputing beta_s P[s][t] in each of its 256 columns.
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
@@ -651,47 +713,72 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         const float4 kt = Bf16x4(&sm.k[t][k]), ki = Bf16x4(&sm.k[i][k]);
         const float4 gt = *reinterpret_cast<const float4*>(&sm.G[t][k]);
         const float4 gi = *reinterpret_cast<const float4*>(&sm.G[i][k]);
-        acc = fmaf(kt.x * ki.x, expf(gt.x - gi.x), acc);
-        acc = fmaf(kt.y * ki.y, expf(gt.y - gi.y), acc);
-        acc = fmaf(kt.z * ki.z, expf(gt.z - gi.z), acc);
-        acc = fmaf(kt.w * ki.w, expf(gt.w - gi.w), acc);
+        acc = fmaf(kt.x * ki.x, DecayExp(gt.x - gi.x), acc);
+        acc = fmaf(kt.y * ki.y, DecayExp(gt.y - gi.y), acc);
+        acc = fmaf(kt.z * ki.z, DecayExp(gt.z - gi.z), acc);
+        acc = fmaf(kt.w * ki.w, DecayExp(gt.w - gi.w), acc);
       }
       acc *= sm.rk[t] * sm.rk[i];
     }
     sm.r1.pa.p[t][i] = acc;
+    sm.r1.pa.da[i][t] = i < t ? -(sm.bt[t] * acc) : 0.f;
   }
   __syncthreads();
 
   // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, one column per thread,
-  // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up.
+  // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up. Row t of naT (-A^T, zero at and
+  // left of the diagonal) is read as float4 broadcasts from the aligned block holding t + 1, so
+  // the zeros absorb the block's leading s <= t (their y values are finite); two accumulators
+  // (even / odd s) halve the dependent FMA chain. Fixed order: deterministic.
   if (tid < 2 * kDim) {
     float* y = tid < kDim ? &sm.bufw[0][tid] : &sm.bufu[0][tid - kDim];
 #pragma unroll 1
     for (int t = kChunk - 1; t >= 0; --t) {
-      float x = y[t * kDim];
-      for (int s = t + 1; s < kChunk; ++s) x = fmaf(-(sm.bt[s] * sm.r1.pa.p[s][t]), y[s * kDim], x);
-      y[t * kDim] = x;
+      float x0 = y[t * kDim], x1 = 0.f;
+#pragma unroll 2
+      for (int s = (t + 1) & ~3; s < kChunk; s += 4) {
+        const float4 na = *reinterpret_cast<const float4*>(&sm.r1.pa.da[t][s]);
+        x0 = fmaf(na.x, y[s * kDim], x0);
+        x1 = fmaf(na.y, y[(s + 1) * kDim], x1);
+        x0 = fmaf(na.z, y[(s + 2) * kDim], x0);
+        x1 = fmaf(na.w, y[(s + 3) * kDim], x1);
+      }
+      y[t * kDim] = x0 + x1;
     }
   }
   __syncthreads();
 
   // dA[t][i] = sum_k dKb[t][k] (-W)[i][k] - sum_v dVb[t][v] Uv[i][v], i < t (zero elsewhere: the
-  // dbeta sums read whole rows). Warp per row i of the record operands, loaded once and coalesced
-  // (lane owns k = 4 lane .. 4 lane + 3), a fixed-order warp sum per element: the record stays in
-  // L2, and reading it per element (a row per lane) cost ~6 MB of L2 sectors per CTA.
+  // dbeta sums read whole rows), on the tensor cores: 32 tiles of 16 x 8, two per warp, those
+  // wholly on or above the diagonal written as zeros. -W's B fragments come straight from the
+  // record's hi / lo blocks (L2), Uv's are split from the FP32 record, dKb and dVb from shared
+  // memory: BF16x3 (the study's dwu class). The warp-per-row loop with a warp sum per element
+  // took ~3.5k instructions per thread.
 #pragma unroll 1
-  for (int i = warp; i < kChunk; i += Tr::kWarps) {
-    const float4 hi = Bf16x4(rec.negw + i * kDim + 4 * lane);
-    const float4 lo = Bf16x4(rec.negw + kRowMatLo + i * kDim + 4 * lane);
-    const float4 nw = make_float4(hi.x + lo.x, hi.y + lo.y, hi.z + lo.z, hi.w + lo.w);
-    const float4 uv = *reinterpret_cast<const float4*>(rec.uv + i * kDim + 4 * lane);
-    for (int t = lane; t <= i; t += 32) sm.r1.pa.da[t][i] = 0.f;
-#pragma unroll 2
-    for (int t = i + 1; t < kChunk; ++t) {
-      const float x = Dot4(*reinterpret_cast<const float4*>(&sm.bufw[t][4 * lane]), nw, 0.f);
-      const float y = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[t][4 * lane]), uv, 0.f);
-      const float d = WarpSum(x - y);
-      if (lane == 0) sm.r1.pa.da[t][i] = d;
+  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
+    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+    float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
+    if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
+#pragma unroll 1
+      for (int k0 = 0; k0 < kDim; k0 += 16) {
+        uint32_t ah[4], al[4], bh[2], bl[2];
+        LoadASplit(&sm.bufw[0][0], kDim, m0, k0, ah, al);
+        LoadB<kDim>(rec.negw, c0, k0, bh);
+        LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, bl);
+        Mma(ax, ah, bh);
+        Mma(ax, ah, bl);
+        Mma(ax, al, bh);
+        LoadASplit(&sm.bufu[0][0], kDim, m0, k0, ah, al);
+        LoadBSplitT(rec.uv, kDim, c0, k0, bh, bl);
+        Mma(ay, ah, bh);
+        Mma(ay, ah, bl);
+        Mma(ay, al, bh);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = m0 + (lane >> 2) + 8 * (e >> 1), i = c0 + 2 * (lane & 3) + (e & 1);
+      sm.r1.pa.da[t][i] = i < t ? ax[e] - ay[e] : 0.f;
     }
   }
   __syncthreads();
@@ -723,43 +810,75 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise.
   // Row side (i < t): rowA = sum dA[t][i] kh_i e, rowM = sum dM[t][i] kh_i e; column side (i > t):
   // col = sum (beta_i dA[i][t] kh_i + dM[i][t] qh_i) e; e = exp(G_later - G_earlier) <= 1.
+  // The exponential is factored at the forward's sub-chunk references r_J = G[16 J] (J = 16-token
+  // sub-chunk): row side e = exp(G_t - r_J(t)) exp(r_J(t) - G_i), column side e = exp(G_i - r_J(i))
+  // exp(r_J(i) - G_t). Each factor lies in [e^-75, e^75] (at most 15 gates of >= -5 between a
+  // token and its own sub-chunk's reference), and where one underflows the other is <= 1, so only
+  // products below FP32's range are lost. The factors depend on one token each: per i, one exp
+  // for the column side and one per row sub-chunk of the group; per t, one per column sub-chunk
+  // and one for the row side: ~340 DecayExp per thread where the pair-wise form took 1024
+  // accurate expf (with the branches, 32% of the kernel's instructions).
   // One walk over i per group of kGroup tokens: kh_i, qh_i, G_i and beta_i are read once for the
-  // group (their loads, not the exponentials, dominated a walk per token).
-  constexpr int kGroup = 8;
+  // group. Group tokens t = tq + 4 j, j0 <= j < j0 + 8, lie in sub-chunks j0 / 4 and j0 / 4 + 1;
+  // the sub-chunk loop is unrolled, so whether a token is wholly after, wholly before or inside
+  // the walked sub-chunk is known at compile time. Inside it both sides are summed without a
+  // branch: dA is zero on and above its diagonal, dM above it and (dmd) on it, so the pairs of
+  // the wrong side add exact zeros (and the factors they meet are finite: e <= e^75).
+  constexpr int kGroup = 8, kSub = 16, kSubs = kChunk / kSub;
+  static_assert(kJ % kGroup == 0 && kGroup == 8 && Tr::kTq == 4 && kSub == 16,
+                "token tq + 4 j lies in sub-chunk j / 4: a group spans two sub-chunks");
 #pragma unroll
   for (int j0 = 0; j0 < kJ; j0 += kGroup) {
-    float gt[kGroup], rowA[kGroup], rowM[kGroup], col[kGroup];
+    const int ja = j0 / 4;  // the sub-chunk of jj < 4; jj >= 4 lie in ja + 1
+    const float ra = sm.G[kSub * ja][kc], rb = sm.G[kSub * (ja + 1)][kc];
+    float rowA[kGroup], rowM[kGroup], col[kGroup], pc[kGroup];
 #pragma unroll
-    for (int jj = 0; jj < kGroup; ++jj) {
-      gt[jj] = sm.G[tq + 4 * (j0 + jj)][kc];
-      rowA[jj] = rowM[jj] = col[jj] = 0.f;
-    }
+    for (int jj = 0; jj < kGroup; ++jj) rowA[jj] = rowM[jj] = col[jj] = pc[jj] = 0.f;
+#pragma unroll
+    for (int J = 0; J < kSubs; ++J) {
+      const float rj = sm.G[kSub * J][kc];
 #pragma unroll 1
-    for (int i = 0; i < kChunk; ++i) {
-      const float khi = KhAt(sm, i, kc), qhi = QhAt(sm, i, kc), gi = sm.G[i][kc];
-      const float bti = sm.bt[i];
+      for (int i = kSub * J; i < kSub * (J + 1); ++i) {
+        const float khi = KhAt(sm, i, kc), qhi = QhAt(sm, i, kc), gi = sm.G[i][kc];
+        const float fi = DecayExp(gi - rj);  // exp(G_i - r_J(i)), column side
+        const float kf = khi * fi, qf = qhi * fi, bkf = sm.bt[i] * kf;
+        // Row side: kh_i exp(r_J(t) - G_i) for the group's two row sub-chunks, where they have a
+        // token at or after sub-chunk J (r - G_i <= 75 there).
+        const float ea = J <= ja ? khi * DecayExp(ra - gi) : 0.f;
+        const float eb = J <= ja + 1 ? khi * DecayExp(rb - gi) : 0.f;
+#pragma unroll
+        for (int jj = 0; jj < kGroup; ++jj) {
+          const int sub = ja + jj / 4, t = tq + 4 * (j0 + jj);
+          if (J <= sub) {  // i < t, or i >= t inside t's sub-chunk (zeros)
+            const float f = jj < 4 ? ea : eb;
+            rowA[jj] = fmaf(sm.r1.pa.da[t][i], f, rowA[jj]);
+            rowM[jj] = fmaf(sm.dm[t][i], f, rowM[jj]);
+          }
+          if (J >= sub) {  // i > t, or i <= t inside t's sub-chunk (zeros)
+            pc[jj] = fmaf(sm.r1.pa.da[i][t], bkf, pc[jj]);
+            pc[jj] = fmaf(sm.dm[i][t], qf, pc[jj]);
+          }
+        }
+      }
+      // Column side, sub-chunk J done: times exp(r_J - G_t) (<= e^75) for its tokens and earlier.
 #pragma unroll
       for (int jj = 0; jj < kGroup; ++jj) {
-        const int t = tq + 4 * (j0 + jj);  // warp-uniform: the branches do not diverge
-        if (i < t) {
-          const float f = khi * expf(gt[jj] - gi);
-          rowA[jj] = fmaf(sm.r1.pa.da[t][i], f, rowA[jj]);
-          rowM[jj] = fmaf(sm.dm[t][i], f, rowM[jj]);
-        } else if (i > t) {
-          const float e = expf(gi - gt[jj]);
-          col[jj] = fmaf(bti * sm.r1.pa.da[i][t], khi * e, col[jj]);
-          col[jj] = fmaf(sm.dm[i][t], qhi * e, col[jj]);
+        if (J >= ja + jj / 4) {
+          col[jj] = fmaf(DecayExp(rj - sm.G[tq + 4 * (j0 + jj)][kc]), pc[jj], col[jj]);
+          pc[jj] = 0.f;
         }
       }
     }
 #pragma unroll
     for (int jj = 0; jj < kGroup; ++jj) {
       const int j = j0 + jj, t = tq + 4 * j;
+      const float fr = DecayExp(sm.G[t][kc] - (jj < 4 ? ra : rb));  // exp(G_t - r_J(t))
+      const float ra_t = fr * rowA[jj], rm_t = fr * rowM[jj];
       const float kht = KhAt(sm, t, kc), qht = QhAt(sm, t, kc), btt = sm.bt[t];
-      const float dmd = sm.dm[t][t];
-      dkh[j] += btt * rowA[jj] + col[jj] + dmd * qht;
-      dqh[j] += rowM[jj] + dmd * kht;
-      X[j] += kht * (btt * rowA[jj]) + qht * rowM[jj] - kht * col[jj];
+      const float dmd = sm.dmd[t];
+      dkh[j] += btt * ra_t + col[jj] + dmd * qht;
+      dqh[j] += rm_t + dmd * kht;
+      X[j] += kht * (btt * ra_t) + qht * rm_t - kht * col[jj];
     }
   }
   __syncthreads();  // dKb, dVb are dead: their space takes X and Y
