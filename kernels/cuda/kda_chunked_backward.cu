@@ -128,12 +128,6 @@ __device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t
   }
 }
 
-// Four consecutive BF16 values (8-byte aligned) as floats.
-__device__ __forceinline__ float4 Bf16x4(const uint16_t* p) {
-  const uint2 r = *reinterpret_cast<const uint2*>(p);
-  return make_float4(Bf16(r.x & 0xffff), Bf16(r.x >> 16), Bf16(r.y & 0xffff), Bf16(r.y >> 16));
-}
-
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
 
 template <int kRowsT>
@@ -696,32 +690,63 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();  // U is dead: its space takes P and dA
 
-  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t. The
-  // exponential is one MUFU.EX2 (DecayExp, ~2 ulp): P feeds A, which the study found to tolerate
-  // BF16x3 operands (2^-17), so expf's accurate path (~9 instructions per key) bought nothing.
-  // Each thread also stores -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the
-  // dA buffer, which is free until the solve is done: the solve then reads one broadcast operand
-  // per step instead of recomputing beta_s P[s][t] in each of its 256 columns.
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), on the tensor cores as
+  // the forward's preparation computes A: per 16-row sub-chunk J, rows k_t exp(G_t - r_J) times
+  // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
+  // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
+  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8
+  // over 16 warps. The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
+  // even with DecayExp.
+  {
+    constexpr int kTiles = 20;  // sub-chunk J has 2 J + 2 column tiles: 2 + 4 + 6 + 8
+#pragma unroll 1
+    for (int tile = warp; tile < kTiles; tile += Tr::kWarps) {
+      const int J = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
+      const int m0 = 16 * J, c0 = 8 * (tile - J * (J + 1));
+      const int g = lane >> 2, q2 = 2 * (lane & 3);
+      float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f};
+      float a2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int k0 = 0; k0 < kDim; k0 += 16) {
+        uint32_t ah[4], al[4], bh[2], bl[2];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // A: rows m0 + g (+ 8), keys k0 + q2 (+ 1) (+ 8)
+          const int t = m0 + g + 8 * (r & 1), k = k0 + q2 + 8 * (r >> 1);
+          const float x0 = Bf16(sm.k[t][k]) * DecayExp(sm.G[t][k] - sm.G[m0][k]);
+          const float x1 = Bf16(sm.k[t][k + 1]) * DecayExp(sm.G[t][k + 1] - sm.G[m0][k + 1]);
+          SplitPair(x0, x1, &ah[r], &al[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {  // B: column i = c0 + g, keys k0 + q2 (+ 1) (+ 8)
+          const int i = c0 + g, k = k0 + q2 + 8 * r;
+          const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
+          const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
+          SplitPair(x0, x1, &bh[r], &bl[r]);
+        }
+        Mma3(a0, a1, a2, ah, al, bh, bl);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + g + 8 * (e >> 1), i = c0 + q2 + (e & 1);
+        sm.r1.pa.p[t][i] = i < t ? (a0[e] + (a1[e] + a2[e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
+      }
+    }
+  }
+  __syncthreads();
+  // -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the dA buffer (free until
+  // the solve is done): the solve then reads one broadcast operand per step instead of recomputing
+  // beta_s P[s][t] in each of its 256 columns. P right of a row's sub-chunk is zeroed here (no
+  // tile wrote it; the dbeta sums read whole rows).
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
-    float acc = 0.f;
-    if (i < t) {
-#pragma unroll 1
-      for (int kb = 0; kb < kDim / 4; ++kb) {
-        const int k = 4 * ((kb + i) % (kDim / 4));
-        const float4 kt = Bf16x4(&sm.k[t][k]), ki = Bf16x4(&sm.k[i][k]);
-        const float4 gt = *reinterpret_cast<const float4*>(&sm.G[t][k]);
-        const float4 gi = *reinterpret_cast<const float4*>(&sm.G[i][k]);
-        acc = fmaf(kt.x * ki.x, DecayExp(gt.x - gi.x), acc);
-        acc = fmaf(kt.y * ki.y, DecayExp(gt.y - gi.y), acc);
-        acc = fmaf(kt.z * ki.z, DecayExp(gt.z - gi.z), acc);
-        acc = fmaf(kt.w * ki.w, DecayExp(gt.w - gi.w), acc);
-      }
-      acc *= sm.rk[t] * sm.rk[i];
+    float x = 0.f;
+    if (i < 16 * (t / 16 + 1)) {
+      x = sm.r1.pa.p[t][i];
+    } else {
+      sm.r1.pa.p[t][i] = 0.f;
     }
-    sm.r1.pa.p[t][i] = acc;
-    sm.r1.pa.da[i][t] = i < t ? -(sm.bt[t] * acc) : 0.f;
+    sm.r1.pa.da[i][t] = i < t ? -(sm.bt[t] * x) : 0.f;
   }
   __syncthreads();
 
