@@ -832,78 +832,133 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
   }
 
-  // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise.
-  // Row side (i < t): rowA = sum dA[t][i] kh_i e, rowM = sum dM[t][i] kh_i e; column side (i > t):
-  // col = sum (beta_i dA[i][t] kh_i + dM[i][t] qh_i) e; e = exp(G_later - G_earlier) <= 1.
-  // The exponential is factored at the forward's sub-chunk references r_J = G[16 J] (J = 16-token
-  // sub-chunk): row side e = exp(G_t - r_J(t)) exp(r_J(t) - G_i), column side e = exp(G_i - r_J(i))
-  // exp(r_J(i) - G_t). Each factor lies in [e^-75, e^75] (at most 15 gates of >= -5 between a
-  // token and its own sub-chunk's reference), and where one underflows the other is <= 1, so only
-  // products below FP32's range are lost. The factors depend on one token each: per i, one exp
-  // for the column side and one per row sub-chunk of the group; per t, one per column sub-chunk
-  // and one for the row side: ~340 DecayExp per thread where the pair-wise form took 1024
-  // accurate expf (with the branches, 32% of the kernel's instructions).
-  // One walk over i per group of kGroup tokens: kh_i, qh_i, G_i and beta_i are read once for the
-  // group. Group tokens t = tq + 4 j, j0 <= j < j0 + 8, lie in sub-chunks j0 / 4 and j0 / 4 + 1;
-  // the sub-chunk loop is unrolled, so whether a token is wholly after, wholly before or inside
-  // the walked sub-chunk is known at compile time. Inside it both sides are summed without a
-  // branch: dA is zero on and above its diagonal, dM above it and (dmd) on it, so the pairs of
-  // the wrong side add exact zeros (and the factors they meet are finite: e <= e^75).
-  constexpr int kGroup = 8, kSub = 16, kSubs = kChunk / kSub;
-  static_assert(kJ % kGroup == 0 && kGroup == 8 && Tr::kTq == 4 && kSub == 16,
-                "token tq + 4 j lies in sub-chunk j / 4: a group spans two sub-chunks");
-#pragma unroll
-  for (int j0 = 0; j0 < kJ; j0 += kGroup) {
-    const int ja = j0 / 4;  // the sub-chunk of jj < 4; jj >= 4 lie in ja + 1
-    const float ra = sm.G[kSub * ja][kc], rb = sm.G[kSub * (ja + 1)][kc];
-    float rowA[kGroup], rowM[kGroup], col[kGroup], pc[kGroup];
-#pragma unroll
-    for (int jj = 0; jj < kGroup; ++jj) rowA[jj] = rowM[jj] = col[jj] = pc[jj] = 0.f;
-#pragma unroll
-    for (int J = 0; J < kSubs; ++J) {
-      const float rj = sm.G[kSub * J][kc];
+  // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise:
+  //   row side (i < t):    rowA = sum_i dA[t][i] kh_i e,  rowM = sum_i dM[t][i] kh_i e,
+  //   column side (i > t): col = sum_i (beta_i dA[i][t] kh_i + dM[i][t] qh_i) e,
+  // e = exp(G_later - G_earlier) <= 1, per channel k. The exponential is factored at the
+  // forward's sub-chunk references r_J = G[16 J] (J = 16-token sub-chunk): row side
+  // e = exp(G_t - r_J(t)) exp(r_J(t) - G_i), column side e = exp(G_i - r_J(i)) exp(r_J(i) - G_t),
+  // each factor in [e^-75, e^75] (at most 15 gates of >= -5 between a token and its own
+  // sub-chunk's reference; where one underflows the other is <= 1). That makes both sides
+  // products over i, per row tile J (row side: i < 16 J + 16) or per (row tile, column sub-chunk
+  // J' >= J) (column side, each partial scaled by exp(r_J' - G_t) before it is summed), which run
+  // on the tensor cores with both operands split in three BF16 parts (Mma6, ~FP32-exact: the
+  // study found BF16x3 short by x1.7 / x8.2 on these four products and 3xTF32 or FP32
+  // sufficient). dA is zero on and above its diagonal and dM above it (its diagonal is in dmd),
+  // so the pairs of the wrong side inside a diagonal block add exact zeros. Warp w owns channels
+  // k = 8 w .. 8 w + 7; the B operands (the factored k_i, q_i) are built in registers from k, q,
+  // G (one DecayExp per element). The results reach the per-token layout through bufw and bufu
+  // (dKb and dVb are dead after dbeta). The CUDA-core walk with one accurate expf per pair and
+  // channel was 32% of the kernel's instructions.
+  __syncthreads();  // dbeta has read dKb and dVb
+  {
+    const int g = lane >> 2, q2 = 2 * (lane & 3), kch = n0 + g;  // B's channel
+    // Row side, row tile J: RA = dA[J rows][i] Kc_J[i], RM = dM[J rows][i] Kc_J[i], with
+    // Kc_J[i][k] = kh_i exp(r_J - G_i); times exp(G_t - r_J) at the end.
 #pragma unroll 1
-      for (int i = kSub * J; i < kSub * (J + 1); ++i) {
-        const float khi = KhAt(sm, i, kc), qhi = QhAt(sm, i, kc), gi = sm.G[i][kc];
-        const float fi = DecayExp(gi - rj);  // exp(G_i - r_J(i)), column side
-        const float kf = khi * fi, qf = qhi * fi, bkf = sm.bt[i] * kf;
-        // Row side: kh_i exp(r_J(t) - G_i) for the group's two row sub-chunks, where they have a
-        // token at or after sub-chunk J (r - G_i <= 75 there).
-        const float ea = J <= ja ? khi * DecayExp(ra - gi) : 0.f;
-        const float eb = J <= ja + 1 ? khi * DecayExp(rb - gi) : 0.f;
+    for (int J = 0; J < kChunk / 16; ++J) {
+      const int m0 = 16 * J;
+      const float rj = sm.G[m0][kch];
+      float ra[4] = {0.f, 0.f, 0.f, 0.f}, rm[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int i0 = 0; i0 < m0 + 16; i0 += 16) {
+        uint32_t bh[2], bm[2], bl[2];
 #pragma unroll
-        for (int jj = 0; jj < kGroup; ++jj) {
-          const int sub = ja + jj / 4, t = tq + 4 * (j0 + jj);
-          if (J <= sub) {  // i < t, or i >= t inside t's sub-chunk (zeros)
-            const float f = jj < 4 ? ea : eb;
-            rowA[jj] = fmaf(sm.r1.pa.da[t][i], f, rowA[jj]);
-            rowM[jj] = fmaf(sm.dm[t][i], f, rowM[jj]);
-          }
-          if (J >= sub) {  // i > t, or i <= t inside t's sub-chunk (zeros)
-            pc[jj] = fmaf(sm.r1.pa.da[i][t], bkf, pc[jj]);
-            pc[jj] = fmaf(sm.dm[i][t], qf, pc[jj]);
-          }
+        for (int r = 0; r < 2; ++r) {
+          const int i = i0 + q2 + 8 * r;
+          const float x0 = KhAt(sm, i, kch) * DecayExp(rj - sm.G[i][kch]);
+          const float x1 = KhAt(sm, i + 1, kch) * DecayExp(rj - sm.G[i + 1][kch]);
+          Split3Pair(x0, x1, &bh[r], &bm[r], &bl[r]);
         }
+        uint32_t ah[4], am[4], al[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // rows m0 + g (+ 8), columns i0 + q2 (+ 1) (+ 8)
+          const float2 x = *reinterpret_cast<const float2*>(
+              &sm.r1.pa.da[m0 + g + 8 * (r & 1)][i0 + q2 + 8 * (r >> 1)]);
+          Split3Pair(x.x, x.y, &ah[r], &am[r], &al[r]);
+        }
+        Mma6(ra, ah, am, al, bh, bm, bl);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const float2 x = *reinterpret_cast<const float2*>(
+              &sm.dm[m0 + g + 8 * (r & 1)][i0 + q2 + 8 * (r >> 1)]);
+          Split3Pair(x.x, x.y, &ah[r], &am[r], &al[r]);
+        }
+        Mma6(rm, ah, am, al, bh, bm, bl);
       }
-      // Column side, sub-chunk J done: times exp(r_J - G_t) (<= e^75) for its tokens and earlier.
 #pragma unroll
-      for (int jj = 0; jj < kGroup; ++jj) {
-        if (J >= ja + jj / 4) {
-          col[jj] = fmaf(DecayExp(rj - sm.G[tq + 4 * (j0 + jj)][kc]), pc[jj], col[jj]);
-          pc[jj] = 0.f;
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
+        const float f = DecayExp(sm.G[t][k] - sm.G[m0][k]);  // exp(G_t - r_J)
+        sm.bufw[t][k] = f * ra[e];
+        sm.bufu[t][k] = f * rm[e];
       }
     }
+    __syncthreads();
 #pragma unroll
-    for (int jj = 0; jj < kGroup; ++jj) {
-      const int j = j0 + jj, t = tq + 4 * j;
-      const float fr = DecayExp(sm.G[t][kc] - (jj < 4 ? ra : rb));  // exp(G_t - r_J(t))
-      const float ra_t = fr * rowA[jj], rm_t = fr * rowM[jj];
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      const float ra_t = sm.bufw[t][kc], rm_t = sm.bufu[t][kc];
       const float kht = KhAt(sm, t, kc), qht = QhAt(sm, t, kc), btt = sm.bt[t];
       const float dmd = sm.dmd[t];
-      dkh[j] += btt * ra_t + col[jj] + dmd * qht;
+      dkh[j] += btt * ra_t + dmd * qht;
       dqh[j] += rm_t + dmd * kht;
-      X[j] += kht * (btt * ra_t) + qht * rm_t - kht * col[jj];
+      X[j] += kht * (btt * ra_t) + qht * rm_t;
+    }
+    __syncthreads();  // the row side is read: the column side takes bufw
+    // Column side, row tile J, column sub-chunks J' >= J: S = dA[i][t]^T (beta_i Kf_i) +
+    // dM[i][t]^T Qf_i over i in J', Kf_i = kh_i exp(G_i - r_J'), Qf_i likewise; col += exp(r_J' -
+    // G_t) S.
+#pragma unroll 1
+    for (int J = 0; J < kChunk / 16; ++J) {
+      const int m0 = 16 * J;
+      float col[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int i0 = m0; i0 < kChunk; i0 += 16) {
+        const float rj = sm.G[i0][kch];
+        uint32_t kh3[3][2], qh3[3][2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int i = i0 + q2 + 8 * r;
+          const float f0 = DecayExp(sm.G[i][kch] - rj), f1 = DecayExp(sm.G[i + 1][kch] - rj);
+          Split3Pair(sm.bt[i] * (KhAt(sm, i, kch) * f0), sm.bt[i + 1] * (KhAt(sm, i + 1, kch) * f1),
+                     &kh3[0][r], &kh3[1][r], &kh3[2][r]);
+          Split3Pair(QhAt(sm, i, kch) * f0, QhAt(sm, i + 1, kch) * f1, &qh3[0][r], &qh3[1][r],
+                     &qh3[2][r]);
+        }
+        float sp[4] = {0.f, 0.f, 0.f, 0.f};
+        uint32_t ah[4], am[4], al[4];
+#pragma unroll
+        for (int r = 0; r < 4;
+             ++r) {  // A[t][i] = dA[i][t]: t = m0 + g (+ 8), i = i0 + q2 (+ 1) (+ 8)
+          const int t = m0 + g + 8 * (r & 1), i = i0 + q2 + 8 * (r >> 1);
+          Split3Pair(sm.r1.pa.da[i][t], sm.r1.pa.da[i + 1][t], &ah[r], &am[r], &al[r]);
+        }
+        Mma6(sp, ah, am, al, kh3[0], kh3[1], kh3[2]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int t = m0 + g + 8 * (r & 1), i = i0 + q2 + 8 * (r >> 1);
+          Split3Pair(sm.dm[i][t], sm.dm[i + 1][t], &ah[r], &am[r], &al[r]);
+        }
+        Mma6(sp, ah, am, al, qh3[0], qh3[1], qh3[2]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
+          col[e] = fmaf(DecayExp(sm.G[i0][k] - sm.G[t][k]), sp[e], col[e]);  // exp(r_J' - G_t)
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sm.bufw[m0 + g + 8 * (e >> 1)][n0 + q2 + (e & 1)] = col[e];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      const float c = sm.bufw[t][kc];
+      dkh[j] += c;
+      X[j] -= KhAt(sm, t, kc) * c;
     }
   }
   __syncthreads();  // dKb, dVb are dead: their space takes X and Y

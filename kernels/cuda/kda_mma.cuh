@@ -123,6 +123,21 @@ __device__ __forceinline__ void LoadBSplitT(const float* base, int ld, int n0, i
   SplitPair(x1.x, x1.y, &hi[1], &lo[1]);
 }
 
+// x = hi + mid + lo in three BF16 parts (24 significant bits: FP32 up to the last bit or so),
+// for a pair packed as mma operand registers (x0 in the low halves).
+__device__ __forceinline__ void Split3Pair(float x0, float x1, uint32_t* hi, uint32_t* mid,
+                                           uint32_t* lo) {
+  const float h0 = __bfloat162float(__float2bfloat16_rn(x0));
+  const float h1 = __bfloat162float(__float2bfloat16_rn(x1));
+  const float r0 = x0 - h0, r1 = x1 - h1;  // exact
+  const float m0 = __bfloat162float(__float2bfloat16_rn(r0));
+  const float m1 = __bfloat162float(__float2bfloat16_rn(r1));
+  auto pack = [](float a, float b) { return uint32_t(ToBf16(a)) | (uint32_t(ToBf16(b)) << 16); };
+  *hi = pack(h0, h1);
+  *mid = pack(m0, m1);
+  *lo = pack(r0 - m0, r1 - m1);  // r - m exact; its BF16 rounding is the split's only loss
+}
+
 // BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).
 __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&acc2)[4],
                                      const uint32_t (&ahi)[4], const uint32_t (&alo)[4],
@@ -130,6 +145,22 @@ __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&
   Mma(acc, ahi, bhi);
   Mma(acc1, ahi, blo);
   Mma(acc2, alo, bhi);
+}
+
+// "BF16x6" product, acc += A B with both operands split in three BF16 parts: the six partial
+// products down to 2^-16 relative of the largest (hi hi), small ones first; the dropped ones
+// (mid lo, lo mid, lo lo) are below 2^-24. About FP32-exact products for the classes the study
+// found to need 3xTF32 or FP32 (the decayed pair terms).
+__device__ __forceinline__ void Mma6(float (&acc)[4], const uint32_t (&ah)[4],
+                                     const uint32_t (&am)[4], const uint32_t (&al)[4],
+                                     const uint32_t (&bh)[2], const uint32_t (&bm)[2],
+                                     const uint32_t (&bl)[2]) {
+  Mma(acc, al, bh);
+  Mma(acc, ah, bl);
+  Mma(acc, am, bm);
+  Mma(acc, am, bh);
+  Mma(acc, ah, bm);
+  Mma(acc, ah, bh);
 }
 
 }  // namespace cakegrad::kernels::kda_cuda
