@@ -538,10 +538,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
                              uint32_t(sm.d_o[s + 8][v]) | (uint32_t(sm.d_o[s + 9][v]) << 16)};
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
-        uint32_t ah[4], al[4];
-        LoadASplit(&sm.dm[0][0], kChunk, 16 * m, k0, ah, al);
-        Mma(cm[m], ah, b);
+        uint32_t ah[4], am[4], al[4];
+        LoadASplit3(&sm.dm[0][0], kChunk, 16 * m, k0, ah, am, al);
         Mma(cm[m], al, b);
+        Mma(cm[m], am, b);
+        Mma(cm[m], ah, b);
       }
     }
 #pragma unroll
@@ -589,17 +590,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
-      uint32_t bh[2], bl[2];
-      LoadBSplit(s0, kDim, v0, n0, bh, bl);
+      uint32_t bh[2], bm[2], bl[2];  // S0 in three parts; hi + mid is the two-part split
+      LoadBSplit3(s0, kDim, v0, n0, bh, bm, bl);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ao[4], uh[4], ul[4];
         LoadA<kDim>(&sm.d_o[0][0], 16 * m, v0, ao);
-        Mma(cq[m], ao, bh);
         Mma(cq[m], ao, bl);
+        Mma(cq[m], ao, bm);
+        Mma(cq[m], ao, bh);
         LoadASplit(&sm.bufu[0][0], kDim, 16 * m, v0, uh, ul);
         Mma(cw[m], uh, bh);
-        Mma(cw[m], uh, bl);
+        Mma(cw[m], uh, bm);
         Mma(cw[m], ul, bh);
       }
     }
@@ -628,15 +630,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
-      uint32_t bh[2], bl[2];
-      LoadBSplit(ds1, kDim, v0, n0, bh, bl);
+      uint32_t bh[2], bm[2], bl[2];
+      LoadBSplit3(ds1, kDim, v0, n0, bh, bm, bl);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
-        uint32_t ah[4], al[4];
-        LoadASplit(&sm.r1.u[0][0], kDim, 16 * m, v0, ah, al);
-        Mma(ck[m], ah, bh);
-        Mma(ck[m], ah, bl);
-        Mma(ck[m], al, bh);
+        uint32_t ah[4], am[4], al[4];
+        LoadASplit3(&sm.r1.u[0][0], kDim, 16 * m, v0, ah, am, al);
+        Mma6(ck[m], ah, am, al, bh, bm, bl);
       }
     }
 #pragma unroll
@@ -673,11 +673,12 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     if (c0 <= m0 + 15) {  // warp-uniform
 #pragma unroll 2
       for (int v0 = 0; v0 < kDim; v0 += 16) {
-        uint32_t ao[4], bh[2], bl[2];
+        uint32_t ao[4], bh[2], bm[2], bl[2];
         LoadA<kDim>(&sm.d_o[0][0], m0, v0, ao);
-        LoadBSplitT(&sm.r1.u[0][0], kDim, c0, v0, bh, bl);
-        Mma(acc, ao, bh);
+        LoadBSplitT3(&sm.r1.u[0][0], kDim, c0, v0, bh, bm, bl);
         Mma(acc, ao, bl);
+        Mma(acc, ao, bm);
+        Mma(acc, ao, bh);
       }
     }
 #pragma unroll
@@ -786,18 +787,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
 #pragma unroll 1
       for (int k0 = 0; k0 < kDim; k0 += 16) {
-        uint32_t ah[4], al[4], bh[2], bl[2];
-        LoadASplit(&sm.bufw[0][0], kDim, m0, k0, ah, al);
-        LoadB<kDim>(rec.negw, c0, k0, bh);
+        uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
+        LoadASplit3(&sm.bufw[0][0], kDim, m0, k0, ah, am, al);
+        LoadB<kDim>(rec.negw, c0, k0, bh);  // -W = hi + lo exactly: five partial products
         LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, bl);
-        Mma(ax, ah, bh);
-        Mma(ax, ah, bl);
         Mma(ax, al, bh);
-        LoadASplit(&sm.bufu[0][0], kDim, m0, k0, ah, al);
-        LoadBSplitT(rec.uv, kDim, c0, k0, bh, bl);
-        Mma(ay, ah, bh);
-        Mma(ay, ah, bl);
-        Mma(ay, al, bh);
+        Mma(ax, am, bl);
+        Mma(ax, ah, bl);
+        Mma(ax, am, bh);
+        Mma(ax, ah, bh);
+        LoadASplit3(&sm.bufu[0][0], kDim, m0, k0, ah, am, al);
+        LoadBSplitT3(rec.uv, kDim, c0, k0, bh, bm, bl);
+        Mma6(ay, ah, am, al, bh, bm, bl);
       }
     }
 #pragma unroll

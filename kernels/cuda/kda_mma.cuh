@@ -138,6 +138,38 @@ __device__ __forceinline__ void Split3Pair(float x0, float x1, uint32_t* hi, uin
   *lo = pack(r0 - m0, r1 - m1);  // r - m exact; its BF16 rounding is the split's only loss
 }
 
+// LoadASplit / LoadBSplit / LoadBSplitT with three parts (Split3Pair): hi and mid are exactly
+// the two-part split's hi and lo, so one load serves a BF16x3 and a BF16x6 product alike.
+__device__ __forceinline__ void LoadASplit3(const float* base, int ld, int row0, int col0,
+                                            uint32_t (&hi)[4], uint32_t (&mid)[4],
+                                            uint32_t (&lo)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (row0 + (lane >> 2)) * ld + col0 + 2 * (lane & 3);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float2 x = *reinterpret_cast<const float2*>(p + 8 * ld * (r & 1) + 8 * (r >> 1));
+    Split3Pair(x.x, x.y, &hi[r], &mid[r], &lo[r]);
+  }
+}
+__device__ __forceinline__ void LoadBSplit3(const float* base, int ld, int k0, int n0,
+                                            uint32_t (&hi)[2], uint32_t (&mid)[2],
+                                            uint32_t (&lo)[2]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (k0 + 2 * (lane & 3)) * ld + n0 + (lane >> 2);
+  Split3Pair(p[0], p[ld], &hi[0], &mid[0], &lo[0]);
+  Split3Pair(p[8 * ld], p[9 * ld], &hi[1], &mid[1], &lo[1]);
+}
+__device__ __forceinline__ void LoadBSplitT3(const float* base, int ld, int n0, int k0,
+                                             uint32_t (&hi)[2], uint32_t (&mid)[2],
+                                             uint32_t (&lo)[2]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+  const float2 x0 = *reinterpret_cast<const float2*>(p);
+  const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
+  Split3Pair(x0.x, x0.y, &hi[0], &mid[0], &lo[0]);
+  Split3Pair(x1.x, x1.y, &hi[1], &mid[1], &lo[1]);
+}
+
 // BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).
 __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&acc2)[4],
                                      const uint32_t (&ahi)[4], const uint32_t (&alo)[4],
