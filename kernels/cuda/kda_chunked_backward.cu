@@ -20,16 +20,17 @@
 //    memory (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows, needs
 //    no S0, reads the record (split operands summed back to FP32: hi + lo is exact), the next
 //    chunk's operands loaded into registers while the current one computes.
-// 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product in
-//    FP32 on CUDA cores (the study's "fp32" scheme: FP32 outputs x15 under SPEC's limits), the
-//    decayed pair terms with one exp(G_t - G_i) per element (<= 1: no overflow, no sub-chunk
-//    references needed). Writes dq dk dv dg dbeta (BF16, rounded once) and FP32 per-chunk
-//    partials of ddt_bias and dA_log (per key channel).
+// 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product on
+//    mma.sync m16n8k16 with split BF16 operands (kda_mma.cuh): BF16x3 where the study allows it
+//    (U, dW, P and dU's state part), about FP32-exact where the result reaches the gate gradient
+//    directly (dO's products with the other operand in three parts; dKdec, dA and the four
+//    decayed pair products with both operands in three parts, six MMAs); the decays factored at
+//    the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16, rounded once)
+//    and FP32 per-chunk partials of ddt_bias and dA_log (per key channel).
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
-// Kernels 2 and 3 are FP32 CUDA-core loops; the study's tensor-core scheme (BF16x3 mma.sync for
-// every product but the four decayed ones, 3xTF32 for those) is the next step
-// (bench/results/kda_h200.md, "2026-11-29, fourth session").
+// Kernel 2 is still an FP32 CUDA-core loop (bench/results/kda_h200.md, "2026-11-29, fourth
+// session" and "Per-chunk kernel on tensor cores").
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -499,8 +500,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // dS1 from L2 once (64 KiB each per CTA) and splits them on the fly; -W, Kdec and M^T are split
   // from their FP32 staging (hi + lo of the record joined exactly, so the split gives back the
   // record's parts). BF16x3 (the study's state / dwu classes); dO exactly BF16, so M^T dO takes
-  // two passes. The CUDA-core loops (16-key S0 / dS1 tiles through shared memory, ~8k
-  // instructions per thread) needed 16 barriers; this needs none.
+  // three passes with M^T in three parts (~exact: dU feeds dg through dKb). The CUDA-core loops
+  // (16-key S0 / dS1 tiles through shared memory, ~8k instructions per thread) needed 16 barriers;
+  // this needs none.
   constexpr int kMt = kChunk / 16;  // 16-token tiles
   static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
   const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
@@ -577,11 +579,12 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   {
     // d(Q Gam) = scale dO S0 and dW = -dU S0 on the tensor cores (mma.sync m16n8k16, FP32
     // accumulation): warp w owns columns k = 8 w .. 8 w + 7 for all 64 tokens, so each S0 element
-    // is read from L2 by one warp and split into hi + lo once. dO is exactly BF16 (two passes,
-    // dO S0_hi + dO S0_lo: the study's bf16x3e, 2.1e-5 alone); dU is split too (BF16x3, the
-    // study's dwu class). The CUDA-core loop took ~8k instructions per thread (11%); this one
-    // ~1.6k. Both products come out in fragment layout: d(Q Gam) goes through bufw (-W is dead)
-    // to the per-token thread layout, then dW replaces it there.
+    // is read from L2 by one warp and split once, in three parts: dO is exactly BF16, so
+    // d(Q Gam) takes three passes and is ~exact (it reaches dg directly, through X); dW uses the
+    // first two parts with dU split in two (BF16x3, the study's dwu class). The CUDA-core loop
+    // took ~8k instructions per thread (11%); this one ~1.9k. Both products come out in fragment
+    // layout: d(Q Gam) goes through bufw (-W is dead) to the per-token thread layout, then dW
+    // replaces it there.
     float cq[kMt][4], cw[kMt][4];
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
@@ -621,7 +624,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
     __syncthreads();  // d(Q Gam) is read: dKdec takes its place
     // dKdec = U dS1 (Kdec = kh Gam_C / Gam), the same way: B fragments of dS1 from L2, U split
-    // from shared memory (BF16x3, dwu class); ~4k instructions per thread on the CUDA cores.
+    // from shared memory, both in three parts (Mma6, ~exact: dKdec reaches dg directly, through
+    // Y); ~4k instructions per thread on the CUDA cores, ~2.7k here.
     float ck[kMt][4];
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
@@ -664,8 +668,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 
   // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t on the tensor cores: 32 tiles of 16 x 8,
   // two per warp, those wholly above the diagonal written as zeros without products. dO is exactly
-  // BF16 and U split (two passes). dM's diagonal goes to dmd and is zeroed in dm (the pair terms
-  // below rely on it). The CUDA-core loop took ~3k instructions per thread.
+  // BF16 and U split in three parts (three passes, ~exact). dM's diagonal goes to dmd and is zeroed
+  // in dm (the pair terms below rely on it). The CUDA-core loop took ~3k instructions per thread.
 #pragma unroll 1
   for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
     const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
@@ -778,7 +782,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // dbeta sums read whole rows), on the tensor cores: 32 tiles of 16 x 8, two per warp, those
   // wholly on or above the diagonal written as zeros. -W's B fragments come straight from the
   // record's hi / lo blocks (L2), Uv's are split from the FP32 record, dKb and dVb from shared
-  // memory: BF16x3 (the study's dwu class). The warp-per-row loop with a warp sum per element
+  // memory, in three parts (BF16x6; -W is exactly hi + lo, so five MMAs there: dA reaches dg
+  // through the pair terms). The warp-per-row loop with a warp sum per element
   // took ~3.5k instructions per thread.
 #pragma unroll 1
   for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
