@@ -32,8 +32,6 @@
 // Kernel 2 is still an FP32 CUDA-core loop (bench/results/kda_h200.md, "2026-11-29, fourth
 // session" and "Per-chunk kernel on tensor cores").
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "kda_chunked_backward.cuh"
@@ -1086,14 +1084,6 @@ Status LaunchChain(const ChunkBwdArgs& b, cudaStream_t stream) {
 }
 
 }  // namespace
-
-bool KdaChunkedBackwardEnabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("CAKEGRAD_KDA_CHUNKED_BWD");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  return enabled;
-}
 
 Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   FwdArgs f{};
