@@ -37,13 +37,14 @@ step() { # step NAME TIMEOUT CMD...: runs CMD under timeout if enough time is le
 } | tee "$OUT/env.txt"
 case "${1:-check}" in
   check)
-    # The whole suite with the chunked backward routed as KdaBackwardCuda (the 18
-    # KdaChunkedBackwardAccuracy cases call it directly either way).
-    CAKEGRAD_KDA_CHUNKED_BWD=1 step all 150 $T
-    grep -E "dA_log|ddt_bias|dinitial" "$OUT/all.log" | sort -k7 -g | tail -8
-    # The dA_log tail (1 draw in 150 over 1e-4 at B1_T200_H2_noinit before this branch).
-    CAKEGRAD_KDA_CHUNKED_BWD=1 step dalog_repeat 120 $T --gtest_repeat=150 \
-      --gtest_filter='Shapes/KdaKernelsAccuracy.MatchesFp64Reference/B1_T200_H2_noinit:Shapes/KdaKernelsAccuracy.MatchesFp64Reference/B2_T63_H4'
+    # The whole suite: the 18 KdaChunkedBackwardAccuracy cases call the chunked backward
+    # directly (KdaBackwardCuda routes by KdaBwdParams::algorithm, sequential by default, since
+    # main's c9e43c6 removed the CAKEGRAD_KDA_CHUNKED_BWD environment variable).
+    step all 150 $T
+    grep -E "kda chunked bwd.*(dA_log|ddt_bias|dinitial)" "$OUT/all.log" | sort -k8 -g | tail -8
+    # The dA_log tail (1 draw in 150 over 1e-4 at B1_T200_H2_noinit on main's chunked kernels).
+    step dalog_repeat 120 $T --gtest_repeat=150 \
+      --gtest_filter='Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/B1_T200_H2_noinit:Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/B2_T63_H4'
     grep -h "dA_log" "$OUT/dalog_repeat.log" | sort -k7 -g | tail -5
     step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 $T \
       --gtest_filter='KdaKernels.SanitizeChunkedBackward*'
