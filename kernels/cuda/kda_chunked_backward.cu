@@ -24,7 +24,9 @@
 //    FP32 on CUDA cores (the study's "fp32" scheme: FP32 outputs x15 under SPEC's limits), the
 //    decayed pair terms with one exp(G_t - G_i) per element (<= 1: no overflow, no sub-chunk
 //    references needed). Writes dq dk dv dg dbeta (BF16, rounded once) and FP32 per-chunk
-//    partials of ddt_bias and dA_log (per key channel).
+//    partials of ddt_bias and dA_log (per key channel). Uv = (I + A)^-1 beta V is solved again
+//    in FP32 from the pass's own P over the record's BF16x3 one (whose ~2^-17 operand rounding
+//    drove the dA_log tail on short documents: bench/results/kda_h200.md, "dA_log tail").
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 // Kernels 2 and 3 are FP32 CUDA-core loops; the study's tensor-core scheme (BF16x3 mma.sync for
@@ -389,11 +391,13 @@ struct GradSmem {
   union {
     float u[kChunk][kDim];                       // U
     float stage[2][kDim][GradTraits::kStageLd];  // S0, dS1 key tiles (before U)
+    float uvs[kChunk][kDim];                     // Uv solve scratch (before the stage)
     struct {
-      float p[kChunk][kChunk];   // P = A / beta (strictly lower)
       float da[kChunk][kChunk];  // dA (strictly lower)
     } pa;
   } r1;
+  float p[kChunk][kChunk];   // P = A / beta (strictly lower), from the start
+
   float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
   float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
   float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
@@ -507,6 +511,48 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       sm.G[t][tid] = acc;
     }
   }
+  __syncthreads();  // cumulative gates complete
+
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t.
+#pragma unroll 1
+  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
+    const int t = e / kChunk, i = e % kChunk;
+    float acc = 0.f;
+    if (i < t) {
+#pragma unroll 1
+      for (int kb = 0; kb < kDim / 4; ++kb) {
+        const int k = 4 * ((kb + i) % (kDim / 4));
+        const float4 kt = Bf16x4(&sm.k[t][k]), ki = Bf16x4(&sm.k[i][k]);
+        const float4 gt = *reinterpret_cast<const float4*>(&sm.G[t][k]);
+        const float4 gi = *reinterpret_cast<const float4*>(&sm.G[i][k]);
+        acc = fmaf(kt.x * ki.x, expf(gt.x - gi.x), acc);
+        acc = fmaf(kt.y * ki.y, expf(gt.y - gi.y), acc);
+        acc = fmaf(kt.z * ki.z, expf(gt.z - gi.z), acc);
+        acc = fmaf(kt.w * ki.w, expf(gt.w - gi.w), acc);
+      }
+      acc *= sm.rk[t] * sm.rk[i];
+    }
+    sm.p[t][i] = acc;
+  }
+  __syncthreads();
+  // Uv = (I + A)^-1 (beta V) again, in FP32 from this pass's own P (one column per thread,
+  // forward substitution), over the record's Uv: the preparation's BF16x3 product (operands
+  // split to ~2^-17) left dA_log errors up to ~1e-5 on short documents (the CPU study
+  // bench/kda_dalog_tail_study.py; bench/results/kda_h200.md, "dA_log tail"). This CTA alone
+  // reads its record from here on (the chain does not read Uv), so the record takes the result
+  // and the U and dA products below read it as before.
+  if (tid < kDim) {
+    float* uv_rec = const_cast<float*>(rec.uv);
+#pragma unroll 1
+    for (int t = 0; t < kChunk; ++t) {
+      float x = t < len ? sm.bt[t] * Bf16(a.v[((t0 + t) * H + h) * kDim + tid]) : 0.f;
+      const float nb = -sm.bt[t];
+      for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
+      sm.r1.uvs[t][tid] = x;
+      uv_rec[t * kDim + tid] = x;
+    }
+  }
+  __syncthreads();  // the record's Uv rewritten (visible to the block); the scratch is free
 
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
   // sum_k Kdec[t][k] dS1[v][k] (column v = kc).
@@ -635,30 +681,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
     sm.dm[t][s] = scale * acc;
   }
-  __syncthreads();  // U is dead: its space takes P and dA
-
-  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t.
-#pragma unroll 1
-  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-    const int t = e / kChunk, i = e % kChunk;
-    float acc = 0.f;
-    if (i < t) {
-#pragma unroll 1
-      for (int kb = 0; kb < kDim / 4; ++kb) {
-        const int k = 4 * ((kb + i) % (kDim / 4));
-        const float4 kt = Bf16x4(&sm.k[t][k]), ki = Bf16x4(&sm.k[i][k]);
-        const float4 gt = *reinterpret_cast<const float4*>(&sm.G[t][k]);
-        const float4 gi = *reinterpret_cast<const float4*>(&sm.G[i][k]);
-        acc = fmaf(kt.x * ki.x, expf(gt.x - gi.x), acc);
-        acc = fmaf(kt.y * ki.y, expf(gt.y - gi.y), acc);
-        acc = fmaf(kt.z * ki.z, expf(gt.z - gi.z), acc);
-        acc = fmaf(kt.w * ki.w, expf(gt.w - gi.w), acc);
-      }
-      acc *= sm.rk[t] * sm.rk[i];
-    }
-    sm.r1.pa.p[t][i] = acc;
-  }
-  __syncthreads();
+  __syncthreads();  // U is dead: its space takes dA
 
   // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, one column per thread,
   // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up.
@@ -667,7 +690,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 1
     for (int t = kChunk - 1; t >= 0; --t) {
       float x = y[t * kDim];
-      for (int s = t + 1; s < kChunk; ++s) x = fmaf(-(sm.bt[s] * sm.r1.pa.p[s][t]), y[s * kDim], x);
+      for (int s = t + 1; s < kChunk; ++s) x = fmaf(-(sm.bt[s] * sm.p[s][t]), y[s * kDim], x);
       y[t * kDim] = x;
     }
   }
@@ -713,7 +736,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       s = fmaf(sm.bufu[t][c], Bf16(a.v[base + c]), s);
       s = fmaf(sm.bufw[t][c], KhAt(sm, t, c) * expf(sm.G[t][c]), s);
     }
-    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.r1.pa.p[t][i], s);
+    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
     s = WarpSum(s);
     if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
   }
