@@ -26,7 +26,10 @@
 //    directly (dO's products with the other operand in three parts; dKdec, dA and the four
 //    decayed pair products with both operands in three parts, six MMAs); the decays factored at
 //    the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16, rounded once)
-//    and FP32 per-chunk partials of ddt_bias and dA_log (per key channel).
+//    and FP32 per-chunk partials of ddt_bias and dA_log (per key channel). Uv = (I + A)^-1 beta V
+//    is solved again in FP32 (forward substitution) from the pass's own P (the BF16x3 one above)
+//    over the record's BF16x3 product, whose ~2^-17 operand rounding drove the dA_log tail on
+//    short documents (bench/results/kda_h200.md, "dA_log tail").
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 // Kernel 2 is still an FP32 CUDA-core loop (bench/results/kda_h200.md, "2026-11-29, fourth
@@ -372,11 +375,12 @@ struct GradSmem {
   uint16_t d_o[kChunk][kDim];  // raw dO
   union {
     float u[kChunk][kDim];       // U
+    float uvs[kChunk][kDim];     // Uv solve scratch (before U)
     struct {                     // after dM (U is dead)
-      float p[kChunk][kChunk];   // P = A / beta (strictly lower)
       float da[kChunk][kChunk];  // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
+  float p[kChunk][kChunk];   // P = A / beta (strictly lower), from the start
   float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
   float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
   float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
@@ -491,6 +495,73 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       sm.G[t][tid] = acc;
     }
   }
+  __syncthreads();  // cumulative gates complete
+
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), on the tensor cores as
+  // the forward's preparation computes A: per 16-row sub-chunk J, rows k_t exp(G_t - r_J) times
+  // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
+  // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
+  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8
+  // over 16 warps. The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
+  // even with DecayExp. Computed first, into its own array (it lives until dbeta, beside U), so
+  // the Uv solve below has it; P right of a row's sub-chunk is left unwritten until the -A^T pass
+  // (nothing reads it before).
+  {
+    constexpr int kTiles = 20;  // sub-chunk J has 2 J + 2 column tiles: 2 + 4 + 6 + 8
+#pragma unroll 1
+    for (int tile = warp; tile < kTiles; tile += Tr::kWarps) {
+      const int J = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
+      const int m0 = 16 * J, c0 = 8 * (tile - J * (J + 1));
+      const int g = lane >> 2, q2 = 2 * (lane & 3);
+      float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f};
+      float a2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int k0 = 0; k0 < kDim; k0 += 16) {
+        uint32_t ah[4], al[4], bh[2], bl[2];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // A: rows m0 + g (+ 8), keys k0 + q2 (+ 1) (+ 8)
+          const int t = m0 + g + 8 * (r & 1), k = k0 + q2 + 8 * (r >> 1);
+          const float x0 = Bf16(sm.k[t][k]) * DecayExp(sm.G[t][k] - sm.G[m0][k]);
+          const float x1 = Bf16(sm.k[t][k + 1]) * DecayExp(sm.G[t][k + 1] - sm.G[m0][k + 1]);
+          SplitPair(x0, x1, &ah[r], &al[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {  // B: column i = c0 + g, keys k0 + q2 (+ 1) (+ 8)
+          const int i = c0 + g, k = k0 + q2 + 8 * r;
+          const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
+          const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
+          SplitPair(x0, x1, &bh[r], &bl[r]);
+        }
+        Mma3(a0, a1, a2, ah, al, bh, bl);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + g + 8 * (e >> 1), i = c0 + q2 + (e & 1);
+        sm.p[t][i] = i < t ? (a0[e] + (a1[e] + a2[e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
+      }
+    }
+  }
+  __syncthreads();
+  // Uv = (I + A)^-1 (beta V) again, in FP32 from this pass's own P (the BF16x3 one just above;
+  // one column per thread, forward substitution, reading only i < t), over the record's Uv: the
+  // preparation's BF16x3 product (operands split to ~2^-17) left dA_log errors up to ~1e-5 on
+  // short documents (the CPU study bench/kda_dalog_tail_study.py; bench/results/kda_h200.md,
+  // "dA_log tail"; the study solved from an FP32 P, this one from the BF16x3 P: emulated only).
+  // This CTA alone
+  // reads its record from here on (the chain does not read Uv), so the record takes the result
+  // and the U and dA products below read it as before.
+  if (tid < kDim) {
+    float* uv_rec = const_cast<float*>(rec.uv);
+#pragma unroll 1
+    for (int t = 0; t < kChunk; ++t) {
+      float x = t < len ? sm.bt[t] * Bf16(a.v[((t0 + t) * H + h) * kDim + tid]) : 0.f;
+      const float nb = -sm.bt[t];
+      for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
+      sm.r1.uvs[t][tid] = x;
+      uv_rec[t * kDim + tid] = x;
+    }
+  }
+  __syncthreads();  // the record's Uv rewritten (visible to the block); the scratch is free
 
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
   // sum_k Kdec[t][k] dS1[v][k], on the tensor cores (mma.sync m16n8k16, FP32 accumulation): warp w
@@ -691,63 +762,20 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       sm.dm[t][c] = c == t ? 0.f : x;
     }
   }
-  __syncthreads();  // U is dead: its space takes P and dA
+  __syncthreads();  // U is dead: its space takes -A^T, then dA
 
-  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), on the tensor cores as
-  // the forward's preparation computes A: per 16-row sub-chunk J, rows k_t exp(G_t - r_J) times
-  // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
-  // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
-  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8
-  // over 16 warps. The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
-  // even with DecayExp.
-  {
-    constexpr int kTiles = 20;  // sub-chunk J has 2 J + 2 column tiles: 2 + 4 + 6 + 8
-#pragma unroll 1
-    for (int tile = warp; tile < kTiles; tile += Tr::kWarps) {
-      const int J = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
-      const int m0 = 16 * J, c0 = 8 * (tile - J * (J + 1));
-      const int g = lane >> 2, q2 = 2 * (lane & 3);
-      float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f};
-      float a2[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 1
-      for (int k0 = 0; k0 < kDim; k0 += 16) {
-        uint32_t ah[4], al[4], bh[2], bl[2];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {  // A: rows m0 + g (+ 8), keys k0 + q2 (+ 1) (+ 8)
-          const int t = m0 + g + 8 * (r & 1), k = k0 + q2 + 8 * (r >> 1);
-          const float x0 = Bf16(sm.k[t][k]) * DecayExp(sm.G[t][k] - sm.G[m0][k]);
-          const float x1 = Bf16(sm.k[t][k + 1]) * DecayExp(sm.G[t][k + 1] - sm.G[m0][k + 1]);
-          SplitPair(x0, x1, &ah[r], &al[r]);
-        }
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {  // B: column i = c0 + g, keys k0 + q2 (+ 1) (+ 8)
-          const int i = c0 + g, k = k0 + q2 + 8 * r;
-          const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
-          const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
-          SplitPair(x0, x1, &bh[r], &bl[r]);
-        }
-        Mma3(a0, a1, a2, ah, al, bh, bl);
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int t = m0 + g + 8 * (e >> 1), i = c0 + q2 + (e & 1);
-        sm.r1.pa.p[t][i] = i < t ? (a0[e] + (a1[e] + a2[e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
-      }
-    }
-  }
-  __syncthreads();
   // -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the dA buffer (free until
   // the solve is done): the solve then reads one broadcast operand per step instead of recomputing
   // beta_s P[s][t] in each of its 256 columns. P right of a row's sub-chunk is zeroed here (no
-  // tile wrote it; the dbeta sums read whole rows).
+  // tile wrote it; the dbeta sums read whole rows; the Uv solve read only i < t).
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
     float x = 0.f;
     if (i < 16 * (t / 16 + 1)) {
-      x = sm.r1.pa.p[t][i];
+      x = sm.p[t][i];
     } else {
-      sm.r1.pa.p[t][i] = 0.f;
+      sm.p[t][i] = 0.f;
     }
     sm.r1.pa.da[i][t] = i < t ? -(sm.bt[t] * x) : 0.f;
   }
@@ -831,7 +859,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       s = fmaf(sm.bufu[t][c], Bf16(a.v[base + c]), s);
       s = fmaf(sm.bufw[t][c], KhAt(sm, t, c) * expf(sm.G[t][c]), s);
     }
-    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.r1.pa.p[t][i], s);
+    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
     s = WarpSum(s);
     if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
   }
