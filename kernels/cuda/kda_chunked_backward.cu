@@ -20,22 +20,27 @@
 //    memory (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows, needs
 //    no S0, reads the record (split operands summed back to FP32: hi + lo is exact), the next
 //    chunk's operands loaded into registers while the current one computes.
-// 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product in
-//    FP32 on CUDA cores (the study's "fp32" scheme: FP32 outputs x15 under SPEC's limits), the
-//    decayed pair terms with one exp(G_t - G_i) per element (<= 1: no overflow, no sub-chunk
-//    references needed). Writes dq dk dv dg dbeta (BF16, rounded once) and FP32 per-chunk
-//    partials of ddt_bias and dA_log (per key channel).
+// 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product on
+//    mma.sync m16n8k16 with split BF16 operands (kda_mma.cuh): BF16x3 where the study allows it
+//    (U, dW, P and dU's state part), about FP32-exact where the result reaches the gate gradient
+//    directly (dO's products with the other operand in three parts; dKdec, dA and the four
+//    decayed pair products with both operands in three parts, six MMAs); the decays factored at
+//    the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16, rounded once)
+//    and FP32 per-chunk partials of ddt_bias and dA_log (per key channel). Uv = (I + A)^-1 beta V
+//    is solved again in FP32 (forward substitution) from the pass's own P (the BF16x3 one above)
+//    over the record's BF16x3 product, whose ~2^-17 operand rounding drove the dA_log tail on
+//    short documents (bench/results/kda_h200.md, "dA_log tail").
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
-// Kernels 2 and 3 are FP32 CUDA-core loops; the study's tensor-core scheme (BF16x3 mma.sync for
-// every product but the four decayed ones, 3xTF32 for those) is the next step
-// (bench/results/kda_h200.md, "2026-11-29, fourth session").
+// Kernel 2 is still an FP32 CUDA-core loop (bench/results/kda_h200.md, "2026-11-29, fourth
+// session" and "Per-chunk kernel on tensor cores").
 #include <atomic>
 #include <string>
 
 #include "kda_chunked_backward.cuh"
 #include "kda_chunked_forward.cuh"
 #include "kda_common.cuh"
+#include "kda_mma.cuh"
 
 namespace cakegrad::kernels {
 namespace kda_cuda {
@@ -123,20 +128,6 @@ __device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t
     dst[(2 * j) * ld] = Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff);
     dst[(2 * j + 1) * ld] = Bf16(h[j] >> 16) + Bf16(l[j] >> 16);
   }
-}
-
-// acc + a . b in the order x, y, z, w (one fixed order: bitwise reproducible).
-__device__ __forceinline__ float Dot4(float4 a, float4 b, float acc) {
-  acc = fmaf(a.x, b.x, acc);
-  acc = fmaf(a.y, b.y, acc);
-  acc = fmaf(a.z, b.z, acc);
-  return fmaf(a.w, b.w, acc);
-}
-
-// Four consecutive BF16 values (8-byte aligned) as floats.
-__device__ __forceinline__ float4 Bf16x4(const uint16_t* p) {
-  const uint2 r = *reinterpret_cast<const uint2*>(p);
-  return make_float4(Bf16(r.x & 0xffff), Bf16(r.x >> 16), Bf16(r.y & 0xffff), Bf16(r.y >> 16));
 }
 
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
@@ -375,10 +366,6 @@ struct GradTraits {
   static constexpr int kPerThread = kChunk / kTq;
   static_assert(kThreads % kDim == 0 && kChunk % kTq == 0 && kChunk % kWarps == 0, "mapping");
   static_assert(kTq == 4 && kDim / 32 == 4, "4 warps per token group: 4 partial dot products");
-  // S0 / dS1 key tiles staged for U and dU; row stride 20 floats: 8 consecutive rows' 16-byte
-  // reads fall in distinct banks.
-  static constexpr int kTile = 16;
-  static constexpr int kStageLd = kTile + 4;
 };
 
 struct GradSmem {
@@ -387,17 +374,18 @@ struct GradSmem {
   uint16_t q[kChunk][kDim];    // raw queries
   uint16_t d_o[kChunk][kDim];  // raw dO
   union {
-    float u[kChunk][kDim];                       // U
-    float stage[2][kDim][GradTraits::kStageLd];  // S0, dS1 key tiles (before U)
-    struct {
-      float p[kChunk][kChunk];   // P = A / beta (strictly lower)
-      float da[kChunk][kChunk];  // dA (strictly lower)
+    float u[kChunk][kDim];       // U
+    float uvs[kChunk][kDim];     // Uv solve scratch (before U)
+    struct {                     // after dM (U is dead)
+      float da[kChunk][kChunk];  // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
+  float p[kChunk][kChunk];   // P = A / beta (strictly lower), from the start
   float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
   float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
   float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
   float rk[kChunk], rq[kChunk], bt[kChunk];
+  float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
   float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
   float part[2][GradTraits::kTq][kDim];
@@ -495,62 +483,146 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       sm.G[t][tid] = acc;
     }
   }
+  __syncthreads();  // cumulative gates complete
+
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), on the tensor cores as
+  // the forward's preparation computes A: per 16-row sub-chunk J, rows k_t exp(G_t - r_J) times
+  // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
+  // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
+  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8
+  // over 16 warps. The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
+  // even with DecayExp. Computed first, into its own array (it lives until dbeta, beside U), so
+  // the Uv solve below has it; P right of a row's sub-chunk is left unwritten until the -A^T pass
+  // (nothing reads it before).
+  {
+    constexpr int kTiles = 20;  // sub-chunk J has 2 J + 2 column tiles: 2 + 4 + 6 + 8
+#pragma unroll 1
+    for (int tile = warp; tile < kTiles; tile += Tr::kWarps) {
+      const int J = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
+      const int m0 = 16 * J, c0 = 8 * (tile - J * (J + 1));
+      const int g = lane >> 2, q2 = 2 * (lane & 3);
+      float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f};
+      float a2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int k0 = 0; k0 < kDim; k0 += 16) {
+        uint32_t ah[4], al[4], bh[2], bl[2];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // A: rows m0 + g (+ 8), keys k0 + q2 (+ 1) (+ 8)
+          const int t = m0 + g + 8 * (r & 1), k = k0 + q2 + 8 * (r >> 1);
+          const float x0 = Bf16(sm.k[t][k]) * DecayExp(sm.G[t][k] - sm.G[m0][k]);
+          const float x1 = Bf16(sm.k[t][k + 1]) * DecayExp(sm.G[t][k + 1] - sm.G[m0][k + 1]);
+          SplitPair(x0, x1, &ah[r], &al[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {  // B: column i = c0 + g, keys k0 + q2 (+ 1) (+ 8)
+          const int i = c0 + g, k = k0 + q2 + 8 * r;
+          const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
+          const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
+          SplitPair(x0, x1, &bh[r], &bl[r]);
+        }
+        Mma3(a0, a1, a2, ah, al, bh, bl);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + g + 8 * (e >> 1), i = c0 + q2 + (e & 1);
+        sm.p[t][i] = i < t ? (a0[e] + (a1[e] + a2[e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
+      }
+    }
+  }
+  __syncthreads();
+  // Uv = (I + A)^-1 (beta V) again, in FP32 from this pass's own P (the BF16x3 one just above;
+  // one column per thread, forward substitution, reading only i < t), over the record's Uv: the
+  // preparation's BF16x3 product (operands split to ~2^-17) left dA_log errors up to ~1e-5 on
+  // short documents (the CPU study bench/kda_dalog_tail_study.py; bench/results/kda_h200.md,
+  // "dA_log tail"; the study solved from an FP32 P, this one from the BF16x3 P: emulated only).
+  // This CTA alone
+  // reads its record from here on (the chain does not read Uv), so the record takes the result
+  // and the U and dA products below read it as before.
+  if (tid < kDim) {
+    float* uv_rec = const_cast<float*>(rec.uv);
+#pragma unroll 1
+    for (int t = 0; t < kChunk; ++t) {
+      float x = t < len ? sm.bt[t] * Bf16(a.v[((t0 + t) * H + h) * kDim + tid]) : 0.f;
+      const float nb = -sm.bt[t];
+      for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
+      sm.r1.uvs[t][tid] = x;
+      uv_rec[t * kDim + tid] = x;
+    }
+  }
+  __syncthreads();  // the record's Uv rewritten (visible to the block); the scratch is free
 
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
-  // sum_k Kdec[t][k] dS1[v][k] (column v = kc).
-  float du_keep[kJ];
+  // sum_k Kdec[t][k] dS1[v][k], on the tensor cores (mma.sync m16n8k16, FP32 accumulation): warp w
+  // owns columns v = 8 w .. 8 w + 7 for all 64 tokens, so it reads rows 8 w .. 8 w + 7 of S0 and
+  // dS1 from L2 once (64 KiB each per CTA) and splits them on the fly; -W, Kdec and M^T are split
+  // from their FP32 staging (hi + lo of the record joined exactly, so the split gives back the
+  // record's parts). BF16x3 (the study's state / dwu classes); dO exactly BF16, so M^T dO takes
+  // three passes with M^T in three parts (~exact: dU feeds dg through dKb). The CUDA-core loops
+  // (16-key S0 / dS1 tiles through shared memory, ~8k instructions per thread) needed 16 barriers;
+  // this needs none.
+  constexpr int kMt = kChunk / 16;  // 16-token tiles
+  static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
+  const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
+  float cd[kMt][4];  // dU, kept in registers until Kdec is consumed
   {
-    float acc[kJ], a1[kJ], a2[kJ];
+    float cu[kMt][4], cm[kMt][4];
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      acc[j] = rec.uv[(tq + 4 * j) * kDim + kc];
-      a1[j] = 0.f;
-      a2[j] = 0.f;
-    }
-    // S0 and dS1 rows through shared memory in 16-key tiles, loaded coalesced once per CTA (a
-    // row per thread straight from L2 re-read each 16-byte piece in four warps, ~1 MB per CTA).
-#pragma unroll 1
-    for (int k0 = 0; k0 < kDim; k0 += Tr::kTile) {
-      constexpr int kPieces = kDim * Tr::kTile / 4;
-      for (int e = tid; e < 2 * kPieces; e += Tr::kThreads) {
-        const int which = e / kPieces, r = (e % kPieces) / 4, c = 4 * (e % 4);
-        const float* src = (which == 0 ? s0 : ds1) + r * kDim + k0 + c;
-        *reinterpret_cast<float4*>(&sm.r1.stage[which][r][c]) =
-            *reinterpret_cast<const float4*>(src);
-      }
-      __syncthreads();
+    for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-      for (int k = 0; k < Tr::kTile; k += 4) {
-        const float4 sv = *reinterpret_cast<const float4*>(&sm.r1.stage[0][kc][k]);
-        const float4 dsv = *reinterpret_cast<const float4*>(&sm.r1.stage[1][kc][k]);
-#pragma unroll
-        for (int j = 0; j < kJ; ++j) {
-          const float4 w = *reinterpret_cast<const float4*>(&sm.bufw[tq + 4 * j][k0 + k]);
-          const float4 kd = *reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][k0 + k]);
-          acc[j] = Dot4(w, sv, acc[j]);
-          a2[j] = Dot4(kd, dsv, a2[j]);
-        }
-      }
-      __syncthreads();  // the tile is consumed (the last one before U takes its space)
+      for (int i = 0; i < 4; ++i) cu[m][i] = cd[m][i] = cm[m][i] = 0.f;
     }
 #pragma unroll 1
-    for (int s = 0; s < kChunk; s += 4) {
-      const float4 d = make_float4(Bf16(sm.d_o[s][kc]), Bf16(sm.d_o[s + 1][kc]),
-                                   Bf16(sm.d_o[s + 2][kc]), Bf16(sm.d_o[s + 3][kc]));
+    for (int k0 = 0; k0 < kDim; k0 += 16) {
+      uint32_t sh[2], sl[2], dh[2], dl[2];
+      LoadBSplitT(s0, kDim, n0, k0, sh, sl);
+      LoadBSplitT(ds1, kDim, n0, k0, dh, dl);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        a1[j] = Dot4(*reinterpret_cast<const float4*>(&sm.dm[tq + 4 * j][s]), d, a1[j]);
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ah[4], al[4];
+        LoadASplit(&sm.bufw[0][0], kDim, 16 * m, k0, ah, al);
+        Mma(cu[m], ah, sh);
+        Mma(cu[m], ah, sl);
+        Mma(cu[m], al, sh);
+        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, k0, ah, al);
+        Mma(cd[m], ah, dh);
+        Mma(cd[m], ah, dl);
+        Mma(cd[m], al, dh);
+      }
+    }
+    // M^T dO: B[s][v] = dO[s][v], two BF16 values of one column packed per register.
+#pragma unroll 1
+    for (int k0 = 0; k0 < kChunk; k0 += 16) {
+      const int s = k0 + 2 * (lane & 3), v = n0 + fr;
+      const uint32_t b[2] = {uint32_t(sm.d_o[s][v]) | (uint32_t(sm.d_o[s + 1][v]) << 16),
+                             uint32_t(sm.d_o[s + 8][v]) | (uint32_t(sm.d_o[s + 9][v]) << 16)};
+#pragma unroll
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ah[4], am[4], al[4];
+        LoadASplit3(&sm.dm[0][0], kChunk, 16 * m, k0, ah, am, al);
+        Mma(cm[m], al, b);
+        Mma(cm[m], am, b);
+        Mma(cm[m], ah, b);
       }
     }
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      sm.r1.u[tq + 4 * j][kc] = acc[j];
-      du_keep[j] = fmaf(scale, a1[j], a2[j]);
+    for (int m = 0; m < kMt; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int t = 16 * m + fr + 8 * h;
+        const float2 uv = *reinterpret_cast<const float2*>(rec.uv + t * kDim + fc);
+        *reinterpret_cast<float2*>(&sm.r1.u[t][fc]) =
+            make_float2(uv.x + cu[m][2 * h], uv.y + cu[m][2 * h + 1]);
+        cd[m][2 * h] = fmaf(scale, cm[m][2 * h], cd[m][2 * h]);
+        cd[m][2 * h + 1] = fmaf(scale, cm[m][2 * h + 1], cd[m][2 * h + 1]);
+      }
     }
   }
   __syncthreads();  // -W, M and Kdec are consumed; U and the cumulative gates are complete
 #pragma unroll
-  for (int j = 0; j < kJ; ++j) sm.bufu[tq + 4 * j][kc] = du_keep[j];
+  for (int m = 0; m < kMt; ++m) {
+    *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr][fc]) = make_float2(cd[m][0], cd[m][1]);
+    *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr + 8][fc]) = make_float2(cd[m][2], cd[m][3]);
+  }
   if (tid < kDim) {
     float acc = 0.f;
     for (int v = 0; v < kDim; ++v) acc = fmaf(ds1[v * kDim + tid], s0[v * kDim + tid], acc);
@@ -562,122 +634,196 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // and Y = Kdec dKdec (exclusive forward cumsum).
   float dqh[kJ], dkh[kJ], X[kJ], Y[kJ];
   {
-    // d(Q Gam) = scale dO S0 and dW = -dU S0 (column k = kc).
-    float a1[kJ], a2[kJ];
+    // d(Q Gam) = scale dO S0 and dW = -dU S0 on the tensor cores (mma.sync m16n8k16, FP32
+    // accumulation): warp w owns columns k = 8 w .. 8 w + 7 for all 64 tokens, so each S0 element
+    // is read from L2 by one warp and split once, in three parts: dO is exactly BF16, so
+    // d(Q Gam) takes three passes and is ~exact (it reaches dg directly, through X); dW uses the
+    // first two parts with dU split in two (BF16x3, the study's dwu class). The CUDA-core loop
+    // took ~8k instructions per thread (11%); this one ~1.9k. Both products come out in fragment
+    // layout: d(Q Gam) goes through bufw (-W is dead) to the per-token thread layout, then dW
+    // replaces it there.
+    float cq[kMt][4], cw[kMt][4];
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) a1[j] = a2[j] = 0.f;
+    for (int m = 0; m < kMt; ++m) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) cq[m][i] = cw[m][i] = 0.f;
+    }
 #pragma unroll 1
-    for (int v = 0; v < kDim; v += 4) {
-      const float4 sv = make_float4(s0[v * kDim + kc], s0[(v + 1) * kDim + kc],
-                                    s0[(v + 2) * kDim + kc], s0[(v + 3) * kDim + kc]);
+    for (int v0 = 0; v0 < kDim; v0 += 16) {
+      uint32_t bh[2], bm[2], bl[2];  // S0 in three parts; hi + mid is the two-part split
+      LoadBSplit3(s0, kDim, v0, n0, bh, bm, bl);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        a1[j] = Dot4(Bf16x4(&sm.d_o[tq + 4 * j][v]), sv, a1[j]);
-        a2[j] = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[tq + 4 * j][v]), sv, a2[j]);
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ao[4], uh[4], ul[4];
+        LoadA<kDim>(&sm.d_o[0][0], 16 * m, v0, ao);
+        Mma(cq[m], ao, bl);
+        Mma(cq[m], ao, bm);
+        Mma(cq[m], ao, bh);
+        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, v0, uh, ul);
+        Mma(cw[m], uh, bh);
+        Mma(cw[m], uh, bm);
+        Mma(cw[m], ul, bh);
       }
     }
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(cq[m][0], cq[m][1]);
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr + 8][fc]) = make_float2(cq[m][2], cq[m][3]);
+    }
+    __syncthreads();
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int t = tq + 4 * j;
       const float gam = expf(sm.G[t][kc]);
-      const float dqg = scale * a1[j];
+      const float dqg = scale * sm.bufw[t][kc];
       dqh[j] = gam * dqg;
       X[j] = (QhAt(sm, t, kc) * gam) * dqg;  // Q Gam d(Q Gam): a factor exp(G)
-      sm.bufw[t][kc] = -a2[j];               // dW (-W is dead)
     }
-  }
-  {
-    // dKdec = U dS1 (column k = kc); Kdec = kh Gam_C / Gam.
-    float a1[kJ];
+    __syncthreads();  // d(Q Gam) is read: dKdec takes its place
+    // dKdec = U dS1 (Kdec = kh Gam_C / Gam), the same way: B fragments of dS1 from L2, U split
+    // from shared memory, both in three parts (Mma6, ~exact: dKdec reaches dg directly, through
+    // Y); ~4k instructions per thread on the CUDA cores, ~2.7k here.
+    float ck[kMt][4];
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) a1[j] = 0.f;
-#pragma unroll 2
-    for (int v = 0; v < kDim; ++v) {
-      const float dsv = ds1[v * kDim + kc];
+    for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) a1[j] = fmaf(sm.r1.u[tq + 4 * j][v], dsv, a1[j]);
+      for (int i = 0; i < 4; ++i) ck[m][i] = 0.f;
     }
+#pragma unroll 1
+    for (int v0 = 0; v0 < kDim; v0 += 16) {
+      uint32_t bh[2], bm[2], bl[2];
+      LoadBSplit3(ds1, kDim, v0, n0, bh, bm, bl);
+#pragma unroll
+      for (int m = 0; m < kMt; ++m) {
+        uint32_t ah[4], am[4], al[4];
+        LoadASplit3(&sm.r1.u[0][0], kDim, 16 * m, v0, ah, am, al);
+        Mma6(ck[m], ah, am, al, bh, bm, bl);
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(ck[m][0], ck[m][1]);
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr + 8][fc]) = make_float2(ck[m][2], ck[m][3]);
+    }
+    __syncthreads();
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int t = tq + 4 * j;
       const float dec = expf(sm.G[kChunk - 1][kc] - sm.G[t][kc]);
-      dkh[j] = dec * a1[j];
-      Y[j] = (KhAt(sm, t, kc) * dec) * a1[j];
+      const float dkd = sm.bufw[t][kc];
+      dkh[j] = dec * dkd;
+      Y[j] = (KhAt(sm, t, kc) * dec) * dkd;
+    }
+    __syncthreads();  // dKdec is read: dW takes its place
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(-cw[m][0], -cw[m][1]);
+      *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr + 8][fc]) = make_float2(-cw[m][2], -cw[m][3]);
     }
   }
   __syncthreads();  // dW complete; M (in dm) is consumed
 
-  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t. Lanes take consecutive s; the 4-column
-  // block index rotates with s so their 16-byte loads hit distinct banks. Fixed order per
-  // element: deterministic.
+  // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t on the tensor cores: 32 tiles of 16 x 8,
+  // two per warp, those wholly above the diagonal written as zeros without products. dO is exactly
+  // BF16 and U split in three parts (three passes, ~exact). dM's diagonal goes to dmd and is zeroed
+  // in dm (the pair terms below rely on it). The CUDA-core loop took ~3k instructions per thread.
 #pragma unroll 1
-  for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
-    const int t = e / kChunk, s = e % kChunk;
-    float acc = 0.f;
-    if (s <= t) {
-#pragma unroll 1
-      for (int vb = 0; vb < kDim / 4; ++vb) {
-        const int v = 4 * ((vb + s) % (kDim / 4));
-        acc = Dot4(Bf16x4(&sm.d_o[t][v]), *reinterpret_cast<const float4*>(&sm.r1.u[s][v]), acc);
+  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
+    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    if (c0 <= m0 + 15) {  // warp-uniform
+#pragma unroll 2
+      for (int v0 = 0; v0 < kDim; v0 += 16) {
+        uint32_t ao[4], bh[2], bm[2], bl[2];
+        LoadA<kDim>(&sm.d_o[0][0], m0, v0, ao);
+        LoadBSplitT3(&sm.r1.u[0][0], kDim, c0, v0, bh, bm, bl);
+        Mma(acc, ao, bl);
+        Mma(acc, ao, bm);
+        Mma(acc, ao, bh);
       }
     }
-    sm.dm[t][s] = scale * acc;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = m0 + (lane >> 2) + 8 * (e >> 1), c = c0 + 2 * (lane & 3) + (e & 1);
+      const float x = c <= t ? scale * acc[e] : 0.f;
+      if (c == t) sm.dmd[t] = x;
+      sm.dm[t][c] = c == t ? 0.f : x;
+    }
   }
-  __syncthreads();  // U is dead: its space takes P and dA
+  __syncthreads();  // U is dead: its space takes -A^T, then dA
 
-  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P); exp <= 1 for i < t.
+  // -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the dA buffer (free until
+  // the solve is done): the solve then reads one broadcast operand per step instead of recomputing
+  // beta_s P[s][t] in each of its 256 columns. P right of a row's sub-chunk is zeroed here (no
+  // tile wrote it; the dbeta sums read whole rows; the Uv solve read only i < t).
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
-    float acc = 0.f;
-    if (i < t) {
-#pragma unroll 1
-      for (int kb = 0; kb < kDim / 4; ++kb) {
-        const int k = 4 * ((kb + i) % (kDim / 4));
-        const float4 kt = Bf16x4(&sm.k[t][k]), ki = Bf16x4(&sm.k[i][k]);
-        const float4 gt = *reinterpret_cast<const float4*>(&sm.G[t][k]);
-        const float4 gi = *reinterpret_cast<const float4*>(&sm.G[i][k]);
-        acc = fmaf(kt.x * ki.x, expf(gt.x - gi.x), acc);
-        acc = fmaf(kt.y * ki.y, expf(gt.y - gi.y), acc);
-        acc = fmaf(kt.z * ki.z, expf(gt.z - gi.z), acc);
-        acc = fmaf(kt.w * ki.w, expf(gt.w - gi.w), acc);
-      }
-      acc *= sm.rk[t] * sm.rk[i];
+    float x = 0.f;
+    if (i < 16 * (t / 16 + 1)) {
+      x = sm.p[t][i];
+    } else {
+      sm.p[t][i] = 0.f;
     }
-    sm.r1.pa.p[t][i] = acc;
+    sm.r1.pa.da[i][t] = i < t ? -(sm.bt[t] * x) : 0.f;
   }
   __syncthreads();
 
   // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, one column per thread,
-  // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up.
+  // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up. Row t of naT (-A^T, zero at and
+  // left of the diagonal) is read as float4 broadcasts from the aligned block holding t + 1, so
+  // the zeros absorb the block's leading s <= t (their y values are finite); two accumulators
+  // (even / odd s) halve the dependent FMA chain. Fixed order: deterministic.
   if (tid < 2 * kDim) {
     float* y = tid < kDim ? &sm.bufw[0][tid] : &sm.bufu[0][tid - kDim];
 #pragma unroll 1
     for (int t = kChunk - 1; t >= 0; --t) {
-      float x = y[t * kDim];
-      for (int s = t + 1; s < kChunk; ++s) x = fmaf(-(sm.bt[s] * sm.r1.pa.p[s][t]), y[s * kDim], x);
-      y[t * kDim] = x;
+      float x0 = y[t * kDim], x1 = 0.f;
+#pragma unroll 2
+      for (int s = (t + 1) & ~3; s < kChunk; s += 4) {
+        const float4 na = *reinterpret_cast<const float4*>(&sm.r1.pa.da[t][s]);
+        x0 = fmaf(na.x, y[s * kDim], x0);
+        x1 = fmaf(na.y, y[(s + 1) * kDim], x1);
+        x0 = fmaf(na.z, y[(s + 2) * kDim], x0);
+        x1 = fmaf(na.w, y[(s + 3) * kDim], x1);
+      }
+      y[t * kDim] = x0 + x1;
     }
   }
   __syncthreads();
 
   // dA[t][i] = sum_k dKb[t][k] (-W)[i][k] - sum_v dVb[t][v] Uv[i][v], i < t (zero elsewhere: the
-  // dbeta sums read whole rows). Warp per row i of the record operands, loaded once and coalesced
-  // (lane owns k = 4 lane .. 4 lane + 3), a fixed-order warp sum per element: the record stays in
-  // L2, and reading it per element (a row per lane) cost ~6 MB of L2 sectors per CTA.
+  // dbeta sums read whole rows), on the tensor cores: 32 tiles of 16 x 8, two per warp, those
+  // wholly on or above the diagonal written as zeros. -W's B fragments come straight from the
+  // record's hi / lo blocks (L2), Uv's are split from the FP32 record, dKb and dVb from shared
+  // memory, in three parts (BF16x6; -W is exactly hi + lo, so five MMAs there: dA reaches dg
+  // through the pair terms). The warp-per-row loop with a warp sum per element
+  // took ~3.5k instructions per thread.
 #pragma unroll 1
-  for (int i = warp; i < kChunk; i += Tr::kWarps) {
-    const float4 hi = Bf16x4(rec.negw + i * kDim + 4 * lane);
-    const float4 lo = Bf16x4(rec.negw + kRowMatLo + i * kDim + 4 * lane);
-    const float4 nw = make_float4(hi.x + lo.x, hi.y + lo.y, hi.z + lo.z, hi.w + lo.w);
-    const float4 uv = *reinterpret_cast<const float4*>(rec.uv + i * kDim + 4 * lane);
-    for (int t = lane; t <= i; t += 32) sm.r1.pa.da[t][i] = 0.f;
-#pragma unroll 2
-    for (int t = i + 1; t < kChunk; ++t) {
-      const float x = Dot4(*reinterpret_cast<const float4*>(&sm.bufw[t][4 * lane]), nw, 0.f);
-      const float y = Dot4(*reinterpret_cast<const float4*>(&sm.bufu[t][4 * lane]), uv, 0.f);
-      const float d = WarpSum(x - y);
-      if (lane == 0) sm.r1.pa.da[t][i] = d;
+  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
+    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+    float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
+    if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
+#pragma unroll 1
+      for (int k0 = 0; k0 < kDim; k0 += 16) {
+        uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
+        LoadASplit3(&sm.bufw[0][0], kDim, m0, k0, ah, am, al);
+        LoadB<kDim>(rec.negw, c0, k0, bh);  // -W = hi + lo exactly: five partial products
+        LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, bl);
+        Mma(ax, al, bh);
+        Mma(ax, am, bl);
+        Mma(ax, ah, bl);
+        Mma(ax, am, bh);
+        Mma(ax, ah, bh);
+        LoadASplit3(&sm.bufu[0][0], kDim, m0, k0, ah, am, al);
+        LoadBSplitT3(rec.uv, kDim, c0, k0, bh, bm, bl);
+        Mma6(ay, ah, am, al, bh, bm, bl);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = m0 + (lane >> 2) + 8 * (e >> 1), i = c0 + 2 * (lane & 3) + (e & 1);
+      sm.r1.pa.da[t][i] = i < t ? ax[e] - ay[e] : 0.f;
     }
   }
   __syncthreads();
@@ -701,51 +847,138 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       s = fmaf(sm.bufu[t][c], Bf16(a.v[base + c]), s);
       s = fmaf(sm.bufw[t][c], KhAt(sm, t, c) * expf(sm.G[t][c]), s);
     }
-    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.r1.pa.p[t][i], s);
+    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
     s = WarpSum(s);
     if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
   }
 
-  // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise.
-  // Row side (i < t): rowA = sum dA[t][i] kh_i e, rowM = sum dM[t][i] kh_i e; column side (i > t):
-  // col = sum (beta_i dA[i][t] kh_i + dM[i][t] qh_i) e; e = exp(G_later - G_earlier) <= 1.
-  // One walk over i per group of kGroup tokens: kh_i, qh_i, G_i and beta_i are read once for the
-  // group (their loads, not the exponentials, dominated a walk per token).
-  constexpr int kGroup = 8;
-#pragma unroll
-  for (int j0 = 0; j0 < kJ; j0 += kGroup) {
-    float gt[kGroup], rowA[kGroup], rowM[kGroup], col[kGroup];
-#pragma unroll
-    for (int jj = 0; jj < kGroup; ++jj) {
-      gt[jj] = sm.G[tq + 4 * (j0 + jj)][kc];
-      rowA[jj] = rowM[jj] = col[jj] = 0.f;
-    }
+  // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise:
+  //   row side (i < t):    rowA = sum_i dA[t][i] kh_i e,  rowM = sum_i dM[t][i] kh_i e,
+  //   column side (i > t): col = sum_i (beta_i dA[i][t] kh_i + dM[i][t] qh_i) e,
+  // e = exp(G_later - G_earlier) <= 1, per channel k. The exponential is factored at the
+  // forward's sub-chunk references r_J = G[16 J] (J = 16-token sub-chunk): row side
+  // e = exp(G_t - r_J(t)) exp(r_J(t) - G_i), column side e = exp(G_i - r_J(i)) exp(r_J(i) - G_t),
+  // each factor in [e^-75, e^75] (at most 15 gates of >= -5 between a token and its own
+  // sub-chunk's reference; where one underflows the other is <= 1). That makes both sides
+  // products over i, per row tile J (row side: i < 16 J + 16) or per (row tile, column sub-chunk
+  // J' >= J) (column side, each partial scaled by exp(r_J' - G_t) before it is summed), which run
+  // on the tensor cores with both operands split in three BF16 parts (Mma6, ~FP32-exact: the
+  // study found BF16x3 short by x1.7 / x8.2 on these four products and 3xTF32 or FP32
+  // sufficient). dA is zero on and above its diagonal and dM above it (its diagonal is in dmd),
+  // so the pairs of the wrong side inside a diagonal block add exact zeros. Warp w owns channels
+  // k = 8 w .. 8 w + 7; the B operands (the factored k_i, q_i) are built in registers from k, q,
+  // G (one DecayExp per element). The results reach the per-token layout through bufw and bufu
+  // (dKb and dVb are dead after dbeta). The CUDA-core walk with one accurate expf per pair and
+  // channel was 32% of the kernel's instructions.
+  __syncthreads();  // dbeta has read dKb and dVb
+  {
+    const int g = lane >> 2, q2 = 2 * (lane & 3), kch = n0 + g;  // B's channel
+    // Row side, row tile J: RA = dA[J rows][i] Kc_J[i], RM = dM[J rows][i] Kc_J[i], with
+    // Kc_J[i][k] = kh_i exp(r_J - G_i); times exp(G_t - r_J) at the end.
 #pragma unroll 1
-    for (int i = 0; i < kChunk; ++i) {
-      const float khi = KhAt(sm, i, kc), qhi = QhAt(sm, i, kc), gi = sm.G[i][kc];
-      const float bti = sm.bt[i];
+    for (int J = 0; J < kChunk / 16; ++J) {
+      const int m0 = 16 * J;
+      const float rj = sm.G[m0][kch];
+      float ra[4] = {0.f, 0.f, 0.f, 0.f}, rm[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int i0 = 0; i0 < m0 + 16; i0 += 16) {
+        uint32_t bh[2], bm[2], bl[2];
 #pragma unroll
-      for (int jj = 0; jj < kGroup; ++jj) {
-        const int t = tq + 4 * (j0 + jj);  // warp-uniform: the branches do not diverge
-        if (i < t) {
-          const float f = khi * expf(gt[jj] - gi);
-          rowA[jj] = fmaf(sm.r1.pa.da[t][i], f, rowA[jj]);
-          rowM[jj] = fmaf(sm.dm[t][i], f, rowM[jj]);
-        } else if (i > t) {
-          const float e = expf(gi - gt[jj]);
-          col[jj] = fmaf(bti * sm.r1.pa.da[i][t], khi * e, col[jj]);
-          col[jj] = fmaf(sm.dm[i][t], qhi * e, col[jj]);
+        for (int r = 0; r < 2; ++r) {
+          const int i = i0 + q2 + 8 * r;
+          const float x0 = KhAt(sm, i, kch) * DecayExp(rj - sm.G[i][kch]);
+          const float x1 = KhAt(sm, i + 1, kch) * DecayExp(rj - sm.G[i + 1][kch]);
+          Split3Pair(x0, x1, &bh[r], &bm[r], &bl[r]);
         }
+        uint32_t ah[4], am[4], al[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // rows m0 + g (+ 8), columns i0 + q2 (+ 1) (+ 8)
+          const float2 x = *reinterpret_cast<const float2*>(
+              &sm.r1.pa.da[m0 + g + 8 * (r & 1)][i0 + q2 + 8 * (r >> 1)]);
+          Split3Pair(x.x, x.y, &ah[r], &am[r], &al[r]);
+        }
+        Mma6(ra, ah, am, al, bh, bm, bl);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const float2 x = *reinterpret_cast<const float2*>(
+              &sm.dm[m0 + g + 8 * (r & 1)][i0 + q2 + 8 * (r >> 1)]);
+          Split3Pair(x.x, x.y, &ah[r], &am[r], &al[r]);
+        }
+        Mma6(rm, ah, am, al, bh, bm, bl);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
+        const float f = DecayExp(sm.G[t][k] - sm.G[m0][k]);  // exp(G_t - r_J)
+        sm.bufw[t][k] = f * ra[e];
+        sm.bufu[t][k] = f * rm[e];
       }
     }
+    __syncthreads();
 #pragma unroll
-    for (int jj = 0; jj < kGroup; ++jj) {
-      const int j = j0 + jj, t = tq + 4 * j;
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      const float ra_t = sm.bufw[t][kc], rm_t = sm.bufu[t][kc];
       const float kht = KhAt(sm, t, kc), qht = QhAt(sm, t, kc), btt = sm.bt[t];
-      const float dmd = sm.dm[t][t];
-      dkh[j] += btt * rowA[jj] + col[jj] + dmd * qht;
-      dqh[j] += rowM[jj] + dmd * kht;
-      X[j] += kht * (btt * rowA[jj]) + qht * rowM[jj] - kht * col[jj];
+      const float dmd = sm.dmd[t];
+      dkh[j] += btt * ra_t + dmd * qht;
+      dqh[j] += rm_t + dmd * kht;
+      X[j] += kht * (btt * ra_t) + qht * rm_t;
+    }
+    __syncthreads();  // the row side is read: the column side takes bufw
+    // Column side, row tile J, column sub-chunks J' >= J: S = dA[i][t]^T (beta_i Kf_i) +
+    // dM[i][t]^T Qf_i over i in J', Kf_i = kh_i exp(G_i - r_J'), Qf_i likewise; col += exp(r_J' -
+    // G_t) S.
+#pragma unroll 1
+    for (int J = 0; J < kChunk / 16; ++J) {
+      const int m0 = 16 * J;
+      float col[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+      for (int i0 = m0; i0 < kChunk; i0 += 16) {
+        const float rj = sm.G[i0][kch];
+        uint32_t kh3[3][2], qh3[3][2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int i = i0 + q2 + 8 * r;
+          const float f0 = DecayExp(sm.G[i][kch] - rj), f1 = DecayExp(sm.G[i + 1][kch] - rj);
+          Split3Pair(sm.bt[i] * (KhAt(sm, i, kch) * f0), sm.bt[i + 1] * (KhAt(sm, i + 1, kch) * f1),
+                     &kh3[0][r], &kh3[1][r], &kh3[2][r]);
+          Split3Pair(QhAt(sm, i, kch) * f0, QhAt(sm, i + 1, kch) * f1, &qh3[0][r], &qh3[1][r],
+                     &qh3[2][r]);
+        }
+        float sp[4] = {0.f, 0.f, 0.f, 0.f};
+        uint32_t ah[4], am[4], al[4];
+#pragma unroll
+        for (int r = 0; r < 4;
+             ++r) {  // A[t][i] = dA[i][t]: t = m0 + g (+ 8), i = i0 + q2 (+ 1) (+ 8)
+          const int t = m0 + g + 8 * (r & 1), i = i0 + q2 + 8 * (r >> 1);
+          Split3Pair(sm.r1.pa.da[i][t], sm.r1.pa.da[i + 1][t], &ah[r], &am[r], &al[r]);
+        }
+        Mma6(sp, ah, am, al, kh3[0], kh3[1], kh3[2]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int t = m0 + g + 8 * (r & 1), i = i0 + q2 + 8 * (r >> 1);
+          Split3Pair(sm.dm[i][t], sm.dm[i + 1][t], &ah[r], &am[r], &al[r]);
+        }
+        Mma6(sp, ah, am, al, qh3[0], qh3[1], qh3[2]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
+          col[e] = fmaf(DecayExp(sm.G[i0][k] - sm.G[t][k]), sp[e], col[e]);  // exp(r_J' - G_t)
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sm.bufw[m0 + g + 8 * (e >> 1)][n0 + q2 + (e & 1)] = col[e];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      const float c = sm.bufw[t][kc];
+      dkh[j] += c;
+      X[j] -= KhAt(sm, t, kc) * c;
     }
   }
   __syncthreads();  // dKb, dVb are dead: their space takes X and Y

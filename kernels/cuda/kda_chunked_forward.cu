@@ -30,6 +30,7 @@
 #include <atomic>
 
 #include "kda_chunked_forward.cuh"
+#include "kda_mma.cuh"
 
 namespace cakegrad::kernels {
 namespace kda_cuda {
@@ -118,22 +119,6 @@ struct StateSmem {
 
 // ---- small helpers -----------------------------------------------------------------------------
 
-// x = hi + lo with hi = bf16(x), lo = bf16(x - hi), for one value.
-__device__ __forceinline__ void Split(float x, uint16_t* hi, uint16_t* lo) {
-  const __nv_bfloat16 h = __float2bfloat16_rn(x);
-  *hi = __bfloat16_as_ushort(h);
-  *lo = ToBf16(x - __bfloat162float(h));
-}
-
-// The same for a pair, packed as an mma operand register (x0 in the low half).
-__device__ __forceinline__ void SplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
-  uint16_t h0, l0, h1, l1;
-  Split(x0, &h0, &l0);
-  Split(x1, &h1, &l1);
-  *hi = uint32_t(h0) | (uint32_t(h1) << 16);
-  *lo = uint32_t(l0) | (uint32_t(l1) << 16);
-}
-
 __device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
@@ -143,55 +128,8 @@ template <int kPending>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
-// 2^x, denormal results flushed to zero (a decay factor below 2^-126 contributes nothing that
-// FP32 accumulation of O(1) terms could keep).
-__device__ __forceinline__ float Ex2Ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-// D += A B, m16n8k16, BF16 operands, FP32 accumulators.
-__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// A fragment (16 x 16) of a row-major BF16 matrix with row stride kStride, at (row0, col0).
-template <int kStride>
-__device__ __forceinline__ void LoadA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
-  const int lane = threadIdx.x & 31;
-  const uint16_t* p = base + (row0 + (lane >> 2)) * kStride + col0 + 2 * (lane & 3);
-  a[0] = *reinterpret_cast<const uint32_t*>(p);
-  a[1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
-  a[2] = *reinterpret_cast<const uint32_t*>(p + 8);
-  a[3] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride + 8);
-}
-
-// B fragment (16 x 8) of B = X^T, X row-major [n][k] BF16 with row stride kStride, at (n0, k0).
-template <int kStride>
-__device__ __forceinline__ void LoadB(const uint16_t* base, int n0, int k0, uint32_t (&b)[2]) {
-  const int lane = threadIdx.x & 31;
-  const uint16_t* p = base + (n0 + (lane >> 2)) * kStride + k0 + 2 * (lane & 3);
-  b[0] = *reinterpret_cast<const uint32_t*>(p);
-  b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
-}
-
-// BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).
-__device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&acc2)[4],
-                                     const uint32_t (&ahi)[4], const uint32_t (&alo)[4],
-                                     const uint32_t (&bhi)[2], const uint32_t (&blo)[2]) {
-  Mma(acc, ahi, bhi);
-  Mma(acc1, ahi, blo);
-  Mma(acc2, alo, bhi);
-}
 
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
-
-// e^x of a log-gate difference (|x| <= 75 where the result is kept; below, it underflows), as one
-// MUFU.EX2: the split BF16x3 operands carry ~2^-17 relative precision, far above its 2^-22.
-__device__ __forceinline__ float DecayExp(float x) { return Ex2Ftz(x * 1.44269504088896341f); }
 
 struct ChunkCtx {
   const FwdArgs* a;

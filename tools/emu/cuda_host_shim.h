@@ -2,6 +2,8 @@
 // CUDA thread, blocks one after another, std::barrier for __syncthreads and for warp shuffles
 // (which therefore must be reached by all 32 lanes, as __shfl_xor_sync with a full mask must).
 #pragma once
+// kda_mma.cuh: its inline-PTX helpers (ex2.approx, mma.sync) take the emulations below.
+#define CAKEGRAD_KDA_HOST_EMU 1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

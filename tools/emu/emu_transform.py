@@ -1,6 +1,7 @@
 """Makes the kernels of the chunked KDA forward / backward compilable on the host (tools/emu):
 keeps each file up to its host launchers (which use <<< >>>), turns shared memory into statics
-or the shim's buffer, and swaps the inline-PTX helpers for the shim's emulations."""
+or the shim's buffer, and swaps the forward's cp.async helpers for plain copies (the helpers of
+kda_mma.cuh switch to the shim's emulations themselves, under CAKEGRAD_KDA_HOST_EMU)."""
 import re
 import sys
 
@@ -35,12 +36,6 @@ def forward(src):
                            "inline void CpAsyncCommit() {}")
     src = replace_function(src, "template <int kPending>\n__device__ __forceinline__ void CpAsyncWait()",
                            "template <int kPending>\ninline void CpAsyncWait() {}")
-    src = replace_function(src, "__device__ __forceinline__ float Ex2Ftz(",
-                           "inline float Ex2Ftz(float x) { const float y = std::exp2(x);"
-                           " return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y; }")
-    src = replace_function(src, "__device__ __forceinline__ void Mma(",
-                           "inline void Mma(float (&d)[4], const uint32_t (&a)[4], "
-                           "const uint32_t (&b)[2]) { EmuMma(d, a, b); }")
     assert "asm" not in re.sub(r"//.*", "", src), "inline PTX left"
     return common(src) + "}  // namespace\n"
 

@@ -1,0 +1,198 @@
+// Tensor-core and fast-exponential helpers shared by the chunked KDA forward
+// (kda_chunked_forward.cu) and backward (kda_chunked_backward.cu): BF16 hi / lo splitting,
+// mma.sync m16n8k16 fragments and the BF16x3 product, and the ex2-based decay factor. One copy,
+// so the two kernels' operand layouts cannot drift apart.
+//
+// Host emulation (tools/emu): with CAKEGRAD_KDA_HOST_EMU defined (cuda_host_shim.h), the two
+// inline-PTX helpers take the shim's emulations, so the kernels' source runs unchanged on the host.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "kda_common.cuh"
+
+namespace cakegrad::kernels::kda_cuda {
+
+// x = hi + lo with hi = bf16(x), lo = bf16(x - hi), for one value.
+__device__ __forceinline__ void Split(float x, uint16_t* hi, uint16_t* lo) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(x);
+  *hi = __bfloat16_as_ushort(h);
+  *lo = ToBf16(x - __bfloat162float(h));
+}
+
+// The same for a pair, packed as an mma operand register (x0 in the low half).
+__device__ __forceinline__ void SplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
+  uint16_t h0, l0, h1, l1;
+  Split(x0, &h0, &l0);
+  Split(x1, &h1, &l1);
+  *hi = uint32_t(h0) | (uint32_t(h1) << 16);
+  *lo = uint32_t(l0) | (uint32_t(l1) << 16);
+}
+
+#ifdef CAKEGRAD_KDA_HOST_EMU
+// exp2 with an error of up to 2 ulp, a deterministic function of x (exp2f's documented bound for
+// MUFU.EX2): the emulation should not be more accurate than the device.
+inline float Ex2Ftz(float x) {
+  float y = std::exp2(x);
+  if (std::fpclassify(y) == FP_SUBNORMAL) return 0.f;
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  const int ulps = static_cast<int>(((b * 2654435761u) >> 24) % 5) - 2;
+  for (int i = 0; i < (ulps < 0 ? -ulps : ulps); ++i) y = std::nextafter(y, ulps < 0 ? 0.f : 1e38f);
+  return y;
+}
+inline void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { EmuMma(d, a, b); }
+#else
+// 2^x, denormal results flushed to zero (a decay factor below 2^-126 contributes nothing that
+// FP32 accumulation of O(1) terms could keep). One MUFU.EX2, ~2 ulp.
+__device__ __forceinline__ float Ex2Ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+// D += A B, m16n8k16, BF16 operands, FP32 accumulators.
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+
+// e^x of a log-gate difference (|x| <= 75 where the result is kept; below, it underflows), as one
+// MUFU.EX2 after one multiply: ~2 ulp where expf's accurate path costs ~9 instructions.
+__device__ __forceinline__ float DecayExp(float x) { return Ex2Ftz(x * 1.44269504088896341f); }
+
+// A fragment (16 x 16) of a row-major BF16 matrix with row stride kStride, at (row0, col0).
+template <int kStride>
+__device__ __forceinline__ void LoadA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31;
+  const uint16_t* p = base + (row0 + (lane >> 2)) * kStride + col0 + 2 * (lane & 3);
+  a[0] = *reinterpret_cast<const uint32_t*>(p);
+  a[1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
+  a[2] = *reinterpret_cast<const uint32_t*>(p + 8);
+  a[3] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride + 8);
+}
+
+// B fragment (16 x 8) of B = X^T, X row-major [n][k] BF16 with row stride kStride, at (n0, k0).
+template <int kStride>
+__device__ __forceinline__ void LoadB(const uint16_t* base, int n0, int k0, uint32_t (&b)[2]) {
+  const int lane = threadIdx.x & 31;
+  const uint16_t* p = base + (n0 + (lane >> 2)) * kStride + k0 + 2 * (lane & 3);
+  b[0] = *reinterpret_cast<const uint32_t*>(p);
+  b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
+}
+
+// A fragment (16 x 16) of a row-major FP32 matrix (row stride ld floats) at (row0, col0), split
+// into BF16 hi and lo parts on the fly (for operands that live in FP32 and are read once or twice).
+__device__ __forceinline__ void LoadASplit(const float* base, int ld, int row0, int col0,
+                                           uint32_t (&hi)[4], uint32_t (&lo)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (row0 + (lane >> 2)) * ld + col0 + 2 * (lane & 3);
+  const float2 x0 = *reinterpret_cast<const float2*>(p);
+  const float2 x1 = *reinterpret_cast<const float2*>(p + 8 * ld);
+  const float2 x2 = *reinterpret_cast<const float2*>(p + 8);
+  const float2 x3 = *reinterpret_cast<const float2*>(p + 8 * ld + 8);
+  SplitPair(x0.x, x0.y, &hi[0], &lo[0]);
+  SplitPair(x1.x, x1.y, &hi[1], &lo[1]);
+  SplitPair(x2.x, x2.y, &hi[2], &lo[2]);
+  SplitPair(x3.x, x3.y, &hi[3], &lo[3]);
+}
+
+// B fragment (16 x 8) of a row-major FP32 matrix B[k][n] (row stride ld floats) at (k0, n0), split
+// into BF16 hi and lo parts: lane (g, q) reads rows k0 + 2q, + 1, + 8, + 9 of column n0 + g.
+__device__ __forceinline__ void LoadBSplit(const float* base, int ld, int k0, int n0,
+                                           uint32_t (&hi)[2], uint32_t (&lo)[2]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (k0 + 2 * (lane & 3)) * ld + n0 + (lane >> 2);
+  SplitPair(p[0], p[ld], &hi[0], &lo[0]);
+  SplitPair(p[8 * ld], p[9 * ld], &hi[1], &lo[1]);
+}
+
+// B fragment (16 x 8) of B = X^T, X row-major FP32 [n][k] (row stride ld floats) at (n0, k0),
+// split into BF16 hi and lo parts: lane (g, q) reads X[n0 + g][k0 + 2q, + 1, + 8, + 9].
+__device__ __forceinline__ void LoadBSplitT(const float* base, int ld, int n0, int k0,
+                                            uint32_t (&hi)[2], uint32_t (&lo)[2]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+  const float2 x0 = *reinterpret_cast<const float2*>(p);
+  const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
+  SplitPair(x0.x, x0.y, &hi[0], &lo[0]);
+  SplitPair(x1.x, x1.y, &hi[1], &lo[1]);
+}
+
+// x = hi + mid + lo in three BF16 parts (24 significant bits: FP32 up to the last bit or so),
+// for a pair packed as mma operand registers (x0 in the low halves).
+__device__ __forceinline__ void Split3Pair(float x0, float x1, uint32_t* hi, uint32_t* mid,
+                                           uint32_t* lo) {
+  const float h0 = __bfloat162float(__float2bfloat16_rn(x0));
+  const float h1 = __bfloat162float(__float2bfloat16_rn(x1));
+  const float r0 = x0 - h0, r1 = x1 - h1;  // exact
+  const float m0 = __bfloat162float(__float2bfloat16_rn(r0));
+  const float m1 = __bfloat162float(__float2bfloat16_rn(r1));
+  auto pack = [](float a, float b) { return uint32_t(ToBf16(a)) | (uint32_t(ToBf16(b)) << 16); };
+  *hi = pack(h0, h1);
+  *mid = pack(m0, m1);
+  *lo = pack(r0 - m0, r1 - m1);  // r - m exact; its BF16 rounding is the split's only loss
+}
+
+// LoadASplit / LoadBSplit / LoadBSplitT with three parts (Split3Pair): hi and mid are exactly
+// the two-part split's hi and lo, so one load serves a BF16x3 and a BF16x6 product alike.
+__device__ __forceinline__ void LoadASplit3(const float* base, int ld, int row0, int col0,
+                                            uint32_t (&hi)[4], uint32_t (&mid)[4],
+                                            uint32_t (&lo)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (row0 + (lane >> 2)) * ld + col0 + 2 * (lane & 3);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float2 x = *reinterpret_cast<const float2*>(p + 8 * ld * (r & 1) + 8 * (r >> 1));
+    Split3Pair(x.x, x.y, &hi[r], &mid[r], &lo[r]);
+  }
+}
+__device__ __forceinline__ void LoadBSplit3(const float* base, int ld, int k0, int n0,
+                                            uint32_t (&hi)[2], uint32_t (&mid)[2],
+                                            uint32_t (&lo)[2]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (k0 + 2 * (lane & 3)) * ld + n0 + (lane >> 2);
+  Split3Pair(p[0], p[ld], &hi[0], &mid[0], &lo[0]);
+  Split3Pair(p[8 * ld], p[9 * ld], &hi[1], &mid[1], &lo[1]);
+}
+__device__ __forceinline__ void LoadBSplitT3(const float* base, int ld, int n0, int k0,
+                                             uint32_t (&hi)[2], uint32_t (&mid)[2],
+                                             uint32_t (&lo)[2]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+  const float2 x0 = *reinterpret_cast<const float2*>(p);
+  const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
+  Split3Pair(x0.x, x0.y, &hi[0], &mid[0], &lo[0]);
+  Split3Pair(x1.x, x1.y, &hi[1], &mid[1], &lo[1]);
+}
+
+// BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).
+__device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&acc2)[4],
+                                     const uint32_t (&ahi)[4], const uint32_t (&alo)[4],
+                                     const uint32_t (&bhi)[2], const uint32_t (&blo)[2]) {
+  Mma(acc, ahi, bhi);
+  Mma(acc1, ahi, blo);
+  Mma(acc2, alo, bhi);
+}
+
+// "BF16x6" product, acc += A B with both operands split in three BF16 parts: the six partial
+// products down to 2^-16 relative of the largest (hi hi), small ones first; the dropped ones
+// (mid lo, lo mid, lo lo) are below 2^-24. About FP32-exact products for the classes the study
+// found to need 3xTF32 or FP32 (the decayed pair terms).
+__device__ __forceinline__ void Mma6(float (&acc)[4], const uint32_t (&ah)[4],
+                                     const uint32_t (&am)[4], const uint32_t (&al)[4],
+                                     const uint32_t (&bh)[2], const uint32_t (&bm)[2],
+                                     const uint32_t (&bl)[2]) {
+  Mma(acc, al, bh);
+  Mma(acc, ah, bl);
+  Mma(acc, am, bm);
+  Mma(acc, am, bh);
+  Mma(acc, ah, bm);
+  Mma(acc, ah, bh);
+}
+
+}  // namespace cakegrad::kernels::kda_cuda
