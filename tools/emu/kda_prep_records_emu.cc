@@ -14,6 +14,15 @@
 
 using namespace cakegrad::kernels;
 
+// -DPREP_THREADS=n runs the kernel's n-thread instance (a version with a thread-count template).
+#ifdef PREP_THREADS
+#define PREP_KERNEL KdaChunkPrepKernel<PREP_THREADS>
+constexpr int kPrepThreads = PREP_THREADS;
+#else
+#define PREP_KERNEL KdaChunkPrepKernel
+constexpr int kPrepThreads = kda_cuda::PrepTraits::kThreads;
+#endif
+
 static uint16_t ToBf(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
 int main(int argc, char** argv) {
@@ -65,11 +74,11 @@ int main(int argc, char** argv) {
     f.A_log = A_log.data();
     f.dt_bias = dt_bias.data();
     char* wsp = reinterpret_cast<char*>(ws.data());
-    EmuLaunch({unsigned(slots), unsigned(H), 1}, kda_cuda::PrepTraits::kThreads,
-              [&] { kda_cuda::KdaChunkPrepKernel(f, wsp); });
+    EmuLaunch({unsigned(slots), unsigned(H), 1}, kPrepThreads,
+              [&] { kda_cuda::PREP_KERNEL(f, wsp); });
     std::fwrite(ws.data(), 1, ws.size(), out);
-    std::printf("case: %lld tokens, %lld docs, H %lld, %lld slots\n", (long long)tok,
-                (long long)N, (long long)H, (long long)slots);
+    std::printf("case: %lld tokens, %lld docs, H %lld, %lld slots\n", (long long)tok, (long long)N,
+                (long long)H, (long long)slots);
   }
   std::fclose(out);
   return 0;
