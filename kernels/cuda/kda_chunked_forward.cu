@@ -43,14 +43,18 @@ constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 struct PrepTraits {
   static constexpr int kSub = 16;  // decay sub-chunk: factors stay in [e^-75, e^75]
   static constexpr int kSubs = kChunk / kSub;
-  static constexpr int kHalf = kDim / 2;  // channels per factor pass: A and M are built K-half-wise
-  static constexpr int kGStride = kDim;   // 16-byte rows: vector loads of channel runs
+  static constexpr int kHalf = kDim / 2;         // factor buffers hold K in two halves
+  static constexpr int kGStride = kDim;          // 16-byte rows: vector loads of channel runs
   static constexpr int kHStride = kHalf + 8;     // BF16 factor rows over a K half: conflict-free
   static constexpr int kTStride = kChunk + 8;    // operand rows over tokens
   static constexpr int kKdTStride = kChunk + 2;  // Kdec^T staging (FP32, pairs along tokens)
+  // A packed by sub-chunk: the rows of sub-chunk J keep columns 0 .. 16 J + 15 only (nothing
+  // right of them is ever read), 10 KB instead of 18 KB, which is what lets both K halves of the
+  // factors be live at once within two CTAs per SM.
+  static constexpr int kAPacked = kSub * kSub * (kSubs * (kSubs + 1) / 2);
   // Raw BF16 values of the chunk, staged (cp.async) during Tinv into the part of the union the
-  // solve leaves free, so the right-hand side's V blocks wait on no global load.
-  static constexpr int kVStageOffset = 22528;
+  // solve and the right-hand side leave free, so the V blocks wait on no global load.
+  static constexpr int kVStageOffset = 38912;
   static_assert(kChunk == 4 * 16 && kDim == 2 * kChunk, "4 token tiles; [K | V] in 4 blocks");
   static_assert(kSubs == 4 && kHalf == 4 * 16, "4 sub-chunks; 4 k-steps per K half");
 };
@@ -68,35 +72,44 @@ struct PrepThreads {
 };
 
 // Shared memory of the preparation, sized for two CTAs per SM. Phases: Kdec^T staging, then per
-// sub-chunk and K half the split decay factors (A and M together on the tensor cores), then Tinv
-// in FP32, then the right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
+// sub-chunk the split decay factors of both K halves (A and M together on the tensor cores), then
+// Tinv in FP32, then the right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
 struct PrepSmem {
   uint16_t k[kChunk][kDim];               // raw BF16 keys of the chunk (0 for padding)
   float G[kChunk][PrepTraits::kGStride];  // log-gates, then their cumulative sums
-  union {
-    float A[kChunk][PrepTraits::kTStride];  // beta_t (k_t Gam_t).(k_i / Gam_i), strictly lower
-    uint16_t tinv[2][kChunk][PrepTraits::kTStride];  // Tinv split, once A is dead
-  } a;
+  // beta_t (k_t Gam_t).(k_i / Gam_i), strictly lower, packed by sub-chunk (PackedA).
+  float A[PrepTraits::kAPacked];
   union {
     struct {
       uint16_t col[2][kChunk][PrepTraits::kHStride];             // k_i exp(r_J - G_i), hi and lo
       uint16_t krow[2][PrepTraits::kSub][PrepTraits::kHStride];  // k_t exp(G_t - r_J)
       uint16_t qrow[2][PrepTraits::kSub][PrepTraits::kHStride];  // q_t exp(G_t - r_J)
-    } f;
+    } f[2];                                                      // K halves
     struct {
       float tinv[kChunk][PrepTraits::kTStride];  // (I + A)^-1, FP32
       float r[PrepTraits::kSub][kChunk];         // A[J, <J] Tinv[<J, <J]
     } s;
-    uint16_t rhs[2][kChunk][PrepTraits::kTStride];  // 64 columns of the right-hand side, ^T
-    float kdt[kDim][PrepTraits::kKdTStride];        // Kdec^T staging
+    struct {
+      uint16_t rhs[2][kChunk][PrepTraits::kTStride];   // 64 columns of the right-hand side, ^T
+      uint16_t tinv[2][kChunk][PrepTraits::kTStride];  // Tinv split: clear of s.tinv, s.r dead
+    } w;
+    float kdt[kDim][PrepTraits::kKdTStride];  // Kdec^T staging
     unsigned char v_stage_end[PrepTraits::kVStageOffset + kChunk * kDim * 2];
   } u;
   float rk[kChunk], rq[kChunk], bt[kChunk];  // 1 / |k|, 1 / |q|, sigmoid(beta); 0 for padding
 };
 static_assert(2 * (sizeof(PrepSmem) + 1024) <= 228 * 1024, "two preparation CTAs per SM");
-static_assert(sizeof(PrepSmem::u.s) <= PrepTraits::kVStageOffset &&
-                  sizeof(PrepSmem::u.rhs) <= PrepTraits::kVStageOffset,
-              "V staging overlaps neither the solve's nor the right-hand side's buffers");
+static_assert(sizeof(PrepSmem::u.s.tinv) <= sizeof(PrepSmem::u.w.rhs) &&
+                  sizeof(PrepSmem::u.s) <= PrepTraits::kVStageOffset &&
+                  sizeof(PrepSmem::u.w) <= PrepTraits::kVStageOffset,
+              "the Tinv split misses the FP32 Tinv; V staging misses the solve and W | Uv");
+
+// A[t][col] of the packed A (col < 16 (t / 16 + 1)).
+__device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
+  const int J = t / PrepTraits::kSub;
+  return sm.A[PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
+              (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col];
+}
 
 template <int kRows>
 struct StateTraits {
@@ -264,10 +277,10 @@ __device__ __forceinline__ void HalfFactorTile(const uint16_t* row, const uint16
 }
 
 // A (into shared memory) and M (into the record) for the rows of sub-chunk J, columns
-// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that. One pass per K
-// half builds the column factors and both row factors (keys for A, queries for M; the row decay
-// is computed once for both), then every warp takes up to two of the 4 (J + 1) tiles
-// (A or M, 8 columns), so A and M share the passes and the early sub-chunks idle fewer warps.
+// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that. One element
+// pass builds the column factors and both row factors (keys for A, queries for M; the row decay
+// computed once for both) of both K halves, then every warp takes up to two of the 4 (J + 1)
+// tiles (A or M, 8 columns): two barriers per sub-chunk, and the early sub-chunks idle fewer warps.
 template <int kThreads>
 __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, int J,
                                                  uint16_t* m_hi, uint16_t* m_lo) {
@@ -282,27 +295,29 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  const int p2 = 2 * (tid % kPairs);  // the thread's channel pair within the half (fixed)
-  const int tiles = 4 * (J + 1);      // (A | M) x 2 (J + 1) column tiles; tile = 2 nt + is_m
-  float acc[kSlots][2][3][4];
+  const int p2 = 2 * (tid % kPairs);  // the thread's channel pair within a half (fixed)
+  // Query loads first (unconditional, clamped), so that they are in flight during the columns.
+  uint32_t qq[2][kRowIters];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int kc = h * Tr::kHalf + p2;
-    // Query loads first (unconditional, clamped), so that they are in flight during the columns.
-    uint32_t qq[kRowIters];
 #pragma unroll
     for (int it = 0; it < kRowIters; ++it) {
       const int t = r0 + min(tid / kPairs + it * kRowStep, Tr::kSub - 1);
-      qq[it] = *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, min(t, c.len - 1)) + kc);
-      if (t >= c.len) qq[it] = 0u;
+      qq[h][it] = *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, min(t, c.len - 1)) +
+                                                     h * Tr::kHalf + p2);
+      if (t >= c.len) qq[h][it] = 0u;
     }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int kc = h * Tr::kHalf + p2;
     const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
 #pragma unroll 4
     for (int i = tid / kPairs; i < cols; i += kRowStep) {
       const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
       const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
       const float rk = sm.rk[i];
-      StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, p2,
+      StorePair(&sm.u.f[h].col[0][0][0], &sm.u.f[h].col[1][0][0], i * kS, p2,
                 (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
                 (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
     }
@@ -312,33 +327,28 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
       if (kRowIters * kRowStep == Tr::kSub || r < Tr::kSub) {
         const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][kc]);
         const float f0 = DecayExp(gt.x - gr.x), f1 = DecayExp(gt.y - gr.y);
-        StorePair(&sm.u.f.krow[0][0][0], &sm.u.f.krow[1][0][0], r * kS, p2, Kh(sm, t, kc) * f0,
-                  Kh(sm, t, kc + 1) * f1);
-        StorePair(&sm.u.f.qrow[0][0][0], &sm.u.f.qrow[1][0][0], r * kS, p2,
-                  Bf16(qq[it] & 0xffff) * sm.rq[t] * f0, Bf16(qq[it] >> 16) * sm.rq[t] * f1);
+        StorePair(&sm.u.f[h].krow[0][0][0], &sm.u.f[h].krow[1][0][0], r * kS, p2,
+                  Kh(sm, t, kc) * f0, Kh(sm, t, kc + 1) * f1);
+        StorePair(&sm.u.f[h].qrow[0][0][0], &sm.u.f[h].qrow[1][0][0], r * kS, p2,
+                  Bf16(qq[h][it] & 0xffff) * sm.rq[t] * f0, Bf16(qq[h][it] >> 16) * sm.rq[t] * f1);
       }
     }
-    __syncthreads();
-#pragma unroll
-    for (int sl = 0; sl < kSlots; ++sl) {
-      const int tile = warp + sl * Th::kWarps;
-      if (tile < tiles) {
-        const uint16_t* row = (tile & 1) ? &sm.u.f.qrow[0][0][0] : &sm.u.f.krow[0][0][0];
-        HalfFactorTile(row, &sm.u.f.col[0][0][0], tile >> 1, acc[sl][h]);
-      }
-    }
-    __syncthreads();  // the factors are consumed before the next pass overwrites them
   }
+  __syncthreads();
+  const int tiles = 4 * (J + 1);  // (A | M) x 2 (J + 1) column tiles; tile = 2 nt + is_m
 #pragma unroll
   for (int sl = 0; sl < kSlots; ++sl) {
     const int tile = warp + sl * Th::kWarps;
     if (tile < tiles) {
       const int nt = tile >> 1;
+      float a[3][4], b[3][4];
+      HalfFactorTile((tile & 1) ? &sm.u.f[0].qrow[0][0][0] : &sm.u.f[0].krow[0][0][0],
+                     &sm.u.f[0].col[0][0][0], nt, a);
+      HalfFactorTile((tile & 1) ? &sm.u.f[1].qrow[0][0][0] : &sm.u.f[1].krow[0][0][0],
+                     &sm.u.f[1].col[0][0][0], nt, b);
       float out[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float(&a)[3][4] = acc[sl][0];
-        const float(&b)[3][4] = acc[sl][1];
         out[i] = (a[0][i] + b[0][i]) + ((a[1][i] + b[1][i]) + (a[2][i] + b[2][i]));
       }
       if ((tile & 1) == 0) {
@@ -347,7 +357,7 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
           const int t = r0 + g + 8 * (i >> 1), col = nt * 8 + 2 * tq + (i & 1);
           // Right of the diagonal the factors may overflow: those products are dropped, not
           // scaled.
-          sm.a.A[t][col] = col < t ? sm.bt[t] * out[i] : 0.f;
+          PackedA(sm, t, col) = col < t ? sm.bt[t] * out[i] : 0.f;
         }
       } else {
 #pragma unroll
@@ -359,14 +369,13 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
       }
     }
   }
-  // A is read only after the loop (behind a barrier); the next sub-chunk's pass writes only the
-  // factor buffers, which the barrier above released: no barrier here.
   if (cols < kChunk) {
     const int pairs = (kChunk - cols) / 2;
     for (int e = tid; e < Tr::kSub * pairs; e += kThreads) {
       StorePair(m_hi, m_lo, (r0 + e / pairs) * kChunk, cols + 2 * (e % pairs), 0.f, 0.f);
     }
   }
+  __syncthreads();  // the factors are consumed before the next sub-chunk's pass overwrites them
 }
 
 template <int kThreads = 256>
@@ -536,7 +545,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int i = 0; i < Tr::kSub; ++i) {
         float acc = i == j ? 1.f : 0.f;
 #pragma unroll
-        for (int l = 0; l < i; ++l) acc = fmaf(-sm.a.A[b + i][b + l], x[l], acc);
+        for (int l = 0; l < i; ++l) acc = fmaf(-PackedA(sm, b + i, b + l), x[l], acc);
         x[i] = acc;
       }
 #pragma unroll
@@ -555,7 +564,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           const int r = e / n, cc = e % n;
           float acc = 0.f;
 #pragma unroll
-          for (int l = 0; l < n; ++l) acc = fmaf(sm.a.A[n + r][l], sm.u.s.tinv[l][cc], acc);
+          for (int l = 0; l < n; ++l) acc = fmaf(PackedA(sm, n + r, l), sm.u.s.tinv[l][cc], acc);
           sm.u.s.r[r][cc] = acc;
         }
       }
@@ -578,8 +587,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     // Split Tinv into the A buffer (A is dead).
     for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
-      StorePair(&sm.a.tinv[0][0][0], &sm.a.tinv[1][0][0], t * Tr::kTStride, j, sm.u.s.tinv[t][j],
-                sm.u.s.tinv[t][j + 1]);
+      StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j,
+                sm.u.s.tinv[t][j], sm.u.s.tinv[t][j + 1]);
     }
     CpAsyncWait<0>();  // V staged
     __syncthreads();
@@ -606,7 +615,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
           const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
           const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
-          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
       } else {
 #pragma unroll
@@ -614,7 +623,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
           const float x1 =
               j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
-          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
       }
       __syncthreads();
@@ -633,18 +642,18 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         for (int ks = 0; ks <= hi_mt; ++ks) {
           uint32_t hh[4], hl[4], lh[4], ll[4];
-          LoadA<Tr::kTStride>(&sm.a.tinv[0][0][0], hi_mt * 16, ks * 16, hh);
-          LoadA<Tr::kTStride>(&sm.a.tinv[1][0][0], hi_mt * 16, ks * 16, hl);
+          LoadA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], hi_mt * 16, ks * 16, hh);
+          LoadA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], hi_mt * 16, ks * 16, hl);
           const bool lo = ks <= lo_mt;
           if (lo) {
-            LoadA<Tr::kTStride>(&sm.a.tinv[0][0][0], lo_mt * 16, ks * 16, lh);
-            LoadA<Tr::kTStride>(&sm.a.tinv[1][0][0], lo_mt * 16, ks * 16, ll);
+            LoadA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], lo_mt * 16, ks * 16, lh);
+            LoadA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], lo_mt * 16, ks * 16, ll);
           }
 #pragma unroll
           for (int n = 0; n < kNt; ++n) {
             uint32_t bh[2], bl[2];
-            LoadB<Tr::kTStride>(&sm.u.rhs[0][0][0], (nt0 + n) * 8, ks * 16, bh);
-            LoadB<Tr::kTStride>(&sm.u.rhs[1][0][0], (nt0 + n) * 8, ks * 16, bl);
+            LoadB<Tr::kTStride>(&sm.u.w.rhs[0][0][0], (nt0 + n) * 8, ks * 16, bh);
+            LoadB<Tr::kTStride>(&sm.u.w.rhs[1][0][0], (nt0 + n) * 8, ks * 16, bl);
             Mma3(acc[0][n][0], acc[0][n][1], acc[0][n][2], hh, hl, bh, bl);
             if (lo) Mma3(acc[1][n][0], acc[1][n][1], acc[1][n][2], lh, ll, bh, bl);
           }
