@@ -235,13 +235,16 @@ __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
 }
 
-// SplitPair with one paired conversion per half (bitwise the same values).
+// SplitPair with one paired conversion per half (bitwise the same values). The packed hi pair is
+// used as it comes from the conversion, and its halves widen by a shift and a mask: building hi
+// from the two halves cost three byte permutes per pair more (SASS of the element passes).
 __device__ __forceinline__ void PrepSplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
-  const float2 hf = __bfloat1622float2(h);
-  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
-  *hi = uint32_t(__bfloat16_as_ushort(h.x)) | (uint32_t(__bfloat16_as_ushort(h.y)) << 16);
-  *lo = uint32_t(__bfloat16_as_ushort(l.x)) | (uint32_t(__bfloat16_as_ushort(l.y)) << 16);
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);  // x0 in the low half
+  const uint32_t hu = reinterpret_cast<const uint32_t&>(h);
+  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __uint_as_float(hu << 16),
+                                                 x1 - __uint_as_float(hu & 0xffff0000u));
+  *hi = hu;
+  *lo = reinterpret_cast<const uint32_t&>(l);
 }
 
 __device__ __forceinline__ void StorePair(uint16_t* hi_base, uint16_t* lo_base, int row, int col,
@@ -290,7 +293,7 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   constexpr int kPairs = Tr::kHalf / 2;        // channel pairs per half
   constexpr int kRowStep = kThreads / kPairs;  // rows per element pass
   constexpr int kRowIters = (Tr::kSub + kRowStep - 1) / kRowStep;
-  constexpr int kSlots = 2;  // tiles per warp
+  constexpr int kSlots = (4 * Tr::kSubs + Th::kWarps - 1) / Th::kWarps;  // tiles per warp
   static_assert(kSlots * Th::kWarps >= 4 * Tr::kSubs, "every tile of the last sub-chunk taken");
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -973,14 +976,17 @@ Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream
   return CheckLaunch("the chunk preparation");
 }
 
-// CAKEGRAD_KDA_PREP_THREADS=384: the preparation's 12-warp instance (24 warps per SM instead of
-// 16), for a device A/B of the two; the records are bitwise the same. Read once.
-bool PrepThreads384() {
-  static const bool on = [] {
+// CAKEGRAD_KDA_PREP_THREADS=384 or 512: the preparation's 12- or 16-warp instance (24 or 32 warps
+// per SM instead of 16, at <= 80 or <= 64 registers), for a device A/B of the instances; the
+// records are bitwise the same. Read once.
+int PrepThreadsChoice() {
+  static const int n = [] {
     const char* e = std::getenv("CAKEGRAD_KDA_PREP_THREADS");
-    return e != nullptr && std::strcmp(e, "384") == 0;
+    if (e != nullptr && std::strcmp(e, "384") == 0) return 384;
+    if (e != nullptr && std::strcmp(e, "512") == 0) return 512;
+    return 256;
   }();
-  return on;
+  return n;
 }
 
 }  // namespace
@@ -997,7 +1003,9 @@ Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
   char* ws = static_cast<char*>(workspace);
   if (a.s.total_tokens > 0) {
-    Status st = PrepThreads384() ? LaunchPrep<384>(a, ws, slots, stream)
+    const int threads = PrepThreadsChoice();
+    Status st = threads == 512   ? LaunchPrep<512>(a, ws, slots, stream)
+                : threads == 384 ? LaunchPrep<384>(a, ws, slots, stream)
                                  : LaunchPrep<256>(a, ws, slots, stream);
     if (!st.ok()) return st;
   }
