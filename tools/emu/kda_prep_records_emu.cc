@@ -74,8 +74,22 @@ int main(int argc, char** argv) {
     f.A_log = A_log.data();
     f.dt_bias = dt_bias.data();
     char* wsp = reinterpret_cast<char*>(ws.data());
+    g_emu_syncs = 0;
+    for (auto& m : g_emu_mma) m = 0;
     EmuLaunch({unsigned(slots), unsigned(H), 1}, kPrepThreads,
               [&] { kda_cuda::PREP_KERNEL(f, wsp); });
+    // Per block: barriers, and the mma.sync of the busiest warp (its tensor critical path) against
+    // the mean over warps (gap slots run no barrier and no mma, so blocks = those with a barrier).
+    long mma_max = 0, mma_sum = 0;
+    for (int w = 0; w < kPrepThreads / 32; ++w) {
+      mma_max = std::max(mma_max, long(g_emu_mma[w]));
+      mma_sum += g_emu_mma[w];
+    }
+    int64_t chunks = 0;
+    for (int64_t l : cs.lens) chunks += (l + 63) / 64 * H;
+    std::printf("  per chunk: barriers %.1f, mma.sync per warp: max %.1f, mean %.1f\n",
+                double(g_emu_syncs) / chunks, double(mma_max) / chunks,
+                double(mma_sum) / (kPrepThreads / 32) / chunks);
     std::fwrite(ws.data(), 1, ws.size(), out);
     std::printf("case: %lld tokens, %lld docs, H %lld, %lld slots\n", (long long)tok, (long long)N,
                 (long long)H, (long long)slots);
