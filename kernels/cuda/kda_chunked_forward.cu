@@ -59,10 +59,10 @@ struct PrepTraits {
   static_assert(kSubs == 4 && kHalf == 4 * 16, "4 sub-chunks; 4 k-steps per K half");
 };
 
-// The thread-dependent part: 256 threads (8 warps) or 384 (12 warps; with __launch_bounds__(.., 2)
-// that is 24 warps per SM instead of 16, at <= 80 registers). Every mapping below is written for
+// The thread-dependent part: 256 threads (8 warps), 384 or 512 (with __launch_bounds__(.., 2) 24 or
+// 32 warps per SM instead of 16, at <= 80 or <= 64 registers). Every mapping below is written for
 // any multiple of 128 threads, and every value is computed by the same expression whichever
-// thread computes it, so the records are bitwise the same for either count.
+// thread computes it, so the records are bitwise the same for every count.
 template <int kThreadsT>
 struct PrepThreads {
   static constexpr int kThreads = kThreadsT;
@@ -104,7 +104,9 @@ static_assert(sizeof(PrepSmem::u.s.tinv) <= sizeof(PrepSmem::u.w.rhs) &&
                   sizeof(PrepSmem::u.w) <= PrepTraits::kVStageOffset,
               "the Tinv split misses the FP32 Tinv; V staging misses the solve and W | Uv");
 
-// A[t][col] of the packed A (col < 16 (t / 16 + 1)).
+// A[t][col] of the packed A (col < 16 (t / 16 + 1)). Its row strides (16 to 64 floats) make the
+// tile epilogue's 4 stores per lane up to 8-way bank conflicted: a few dozen cycles per tile,
+// against the 8 KB the padding would cost.
 __device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
   const int J = t / PrepTraits::kSub;
   return sm.A[PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
@@ -236,13 +238,13 @@ __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
 }
 
 // SplitPair with one paired conversion per half (bitwise the same values). The packed hi pair is
-// used as it comes from the conversion, and its halves widen by a shift and a mask: building hi
-// from the two halves cost three byte permutes per pair more (SASS of the element passes).
+// used as it comes from the conversion, and its halves widen by a shift and a mask: rebuilding hi
+// from the two halves cost ~2 more SASS instructions per pair (byte permutes).
 __device__ __forceinline__ void PrepSplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);  // x0 in the low half
   const uint32_t hu = reinterpret_cast<const uint32_t&>(h);
-  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __uint_as_float(hu << 16),
-                                                 x1 - __uint_as_float(hu & 0xffff0000u));
+  const __nv_bfloat162 l =
+      __floats2bfloat162_rn(x0 - __uint_as_float(hu << 16), x1 - __uint_as_float(hu & 0xffff0000u));
   *hi = hu;
   *lo = reinterpret_cast<const uint32_t&>(l);
 }
