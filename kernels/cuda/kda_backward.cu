@@ -462,11 +462,11 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
 }  // namespace kda_cuda
 
 Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
-  // The chunked backward (kda_chunked_backward.cu) is 1.2x-2x faster but opt-in
-  // (CAKEGRAD_KDA_CHUNKED_BWD=1): its dA_log is a strongly cancelling FP32 sum whose error
-  // exceeds SPEC's 1e-4 on about 1 in 150 random draws at (1, 200, 2) (bench/results/
-  // kda_h200.md, fourth session); this sequential one stays within 6e-7 there.
-  if (kda_cuda::KdaChunkedBackwardEnabled()) return kda_cuda::KdaBackwardChunkedCuda(p, stream);
+  // The chunked backward's dA_log is a strongly cancelling FP32 sum (see KdaBackwardAlgorithm);
+  // the sequential one stays within 6e-7 where the chunked one reached 2.4e-4.
+  if (p.algorithm == KdaBackwardAlgorithm::kChunked) {
+    return kda_cuda::KdaBackwardChunkedCuda(p, stream);
+  }
   return kda_cuda::KdaBackwardSequentialCuda(p, stream);
 }
 

@@ -31,8 +31,6 @@
 // every product but the four decayed ones, 3xTF32 for those) is the next step
 // (bench/results/kda_h200.md, "2026-11-29, fourth session").
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "kda_chunked_backward.cuh"
@@ -881,14 +879,6 @@ Status LaunchChain(const ChunkBwdArgs& b, cudaStream_t stream) {
 }
 
 }  // namespace
-
-bool KdaChunkedBackwardEnabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("CAKEGRAD_KDA_CHUNKED_BWD");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  return enabled;
-}
 
 Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   FwdArgs f{};

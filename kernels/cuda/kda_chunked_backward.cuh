@@ -1,6 +1,5 @@
 // The chunked KDA backward (kda_chunked_backward.cu) and the sequential one (kda_backward.cu).
-// KdaBackwardCuda routes to the sequential one unless the environment variable
-// CAKEGRAD_KDA_CHUNKED_BWD is 1 (read once per process); tests and bench call either directly.
+// KdaBackwardCuda routes by KdaBwdParams::algorithm; tests and bench call either directly.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,8 +14,5 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream);
 
 // The sequential backward (one CTA cluster per (document, head), FP32 recurrence), same contract.
 Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream);
-
-// True when CAKEGRAD_KDA_CHUNKED_BWD=1 was set when first asked (cached for the process).
-bool KdaChunkedBackwardEnabled();
 
 }  // namespace cakegrad::kernels::kda_cuda

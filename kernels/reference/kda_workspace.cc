@@ -12,7 +12,7 @@ int64_t KdaForwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_do
 
 int64_t KdaBackwardWorkspaceBytes(int64_t B, int64_t T, int64_t H, int64_t num_docs) {
   if (B < 0 || T < 0 || H < 1) return 0;
-  // Either backward may serve the call (CAKEGRAD_KDA_CHUNKED_BWD), so the larger of the two.
+  // Either backward may serve the call (the daemon's --kda_backward), so the larger of the two.
   const int64_t sequential = kda_layout::MakeBwdLayout(B, T, H, num_docs).total;
   const int64_t chunked = kda_layout::MakeChunkBwdLayout(B, T, H, num_docs).total;
   return sequential > chunked ? sequential : chunked;

@@ -97,6 +97,10 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     // The shapes named for capture are shapes to serve: the workspace fits them too.
     planned_workspace = std::max(planned_workspace, capture->workspace_bytes);
   }
+  if (options.kda_backward != "sequential" && options.kda_backward != "chunked") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kda_backward must be sequential or chunked, got \"", options.kda_backward, "\""));
+  }
   const std::string& choice = options.backend;
   if (choice == "host" || (choice == "auto" && !CudaDevicePresent())) {
     backend_ = MakeHostBackend();
@@ -105,6 +109,7 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     cuda.workspace_bytes = std::max(options.workspace_bytes, planned_workspace);
     cuda.graph_cache_size = options.cuda_graphs;
     cuda.max_event_slots = options.max_event_slots;
+    cuda.kernels.kda_chunked_backward = options.kda_backward == "chunked";
     ASSIGN_OR_RETURN(backend_, MakeCudaBackend(cuda));
   } else {
     return absl::InvalidArgumentError(

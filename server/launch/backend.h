@@ -75,6 +75,7 @@ struct CudaBackendOptions {
   size_t max_event_slots = 64;            // per session
   int64_t workspace_bytes = 256ll << 20;  // preallocated per device
   size_t graph_cache_size = 0;            // captured graphs kept per device; 0: launch eagerly
+  KernelChoices kernels;                  // the same for every device and call
 };
 
 // Creates contexts, streams and workspaces on every visible GPU. UNAVAILABLE without a GPU or

@@ -210,6 +210,7 @@ class CudaBackend : public Backend {
 
   absl::Status Init(const CudaBackendOptions& options) {
     max_event_slots_ = options.max_event_slots;
+    kernels_ = options.kernels;
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
@@ -338,6 +339,7 @@ class CudaBackend : public Backend {
     SyncSlot* slot = ring == nullptr ? &d.sync[d.next_sync++ % d.sync.size()] : nullptr;
     LaunchContext ctx;
     ctx.cuda = true;
+    ctx.choices = kernels_;
     ctx.stream = d.stream;
     ctx.device_status = ring != nullptr ? ring->status_dev + call.event_slot : slot->status_dev;
     RETURN_IF_ERROR(SetWorkspace(call, d, &ctx));
@@ -427,6 +429,7 @@ class CudaBackend : public Backend {
     // event rings, and the replay takes the request's.
     LaunchContext ctx;
     ctx.cuda = true;
+    ctx.choices = kernels_;
     ctx.stream = d.stream;
     ctx.device_status = d.sync.front().status_dev;
     RETURN_IF_ERROR(SetWorkspace(call, d, &ctx));
@@ -610,6 +613,7 @@ class CudaBackend : public Backend {
   DeviceTable table_;  // the UUIDs of devices_, in ordinal order
   Graveyard graveyard_;
   size_t max_event_slots_ = 64;
+  KernelChoices kernels_;
   absl::Mutex rings_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<EventRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
   std::vector<std::shared_ptr<EventRing>> retired_ ABSL_GUARDED_BY(rings_mu_);

@@ -82,8 +82,14 @@ struct BoundCall {
 };
 
 // What the backend hands an operator's launch function.
+// Daemon-wide choices between kernels that meet the same contract (--kda_backward).
+struct KernelChoices {
+  bool kda_chunked_backward = false;
+};
+
 struct LaunchContext {
   bool cuda = false;
+  KernelChoices choices;
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;  // the request's workspace, or the daemon's own
   int64_t workspace_bytes = 0;

@@ -259,8 +259,8 @@ void RunBoth(Problem& pr, cudaStream_t stream) {
 
 class KdaKernelsAccuracy : public ::testing::TestWithParam<Shape> {};
 
-// The chunked backward (kda_chunked_backward.cu, opt-in) after the forward, whatever
-// CAKEGRAD_KDA_CHUNKED_BWD says.
+// The chunked backward (kda_chunked_backward.cu, opt-in: KdaBwdParams::algorithm) after the
+// forward.
 void RunBothChunked(Problem& pr, cudaStream_t stream) {
   const Status f = KdaForwardCuda(pr.Fwd(), stream);
   ASSERT_TRUE(f.ok()) << f.message();

@@ -63,6 +63,14 @@ class DaemonProcess {
     if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn cakegradd: ", rc));
     for (int i = 0; i < 200; ++i) {
       if (CheckHealth(address(), 0.2).ok()) return absl::OkStatus();
+      // A daemon that refuses its flags exits at once: say so instead of waiting out the 5 s.
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cakegradd exited at start with status ",
+            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), "; see ", log_));
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     return absl::DeadlineExceededError("cakegradd did not become SERVING in 5 s");

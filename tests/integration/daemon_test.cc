@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <random>
 #include <sstream>
@@ -421,6 +422,20 @@ TEST_F(DaemonTest, ShutdownFinishesInFlightWork) {
     ASSERT_NE(v, 0xFFFF) << "dx fully written before the daemon exited";
   }
   EXPECT_EQ(daemon_.Stop(), 0);
+}
+
+// A misspelt kernel choice stops the daemon at start, naming the flag and its values, rather
+// than serving with a default the operator did not ask for.
+TEST(DaemonFlags, UnknownKdaBackwardStopsTheDaemonAtStart) {
+  DaemonProcess daemon;
+  const absl::Status started = daemon.Start({"--kda_backward=fast"});
+  ASSERT_EQ(started.code(), absl::StatusCode::kFailedPrecondition) << started;
+  std::ifstream log(daemon.log_path());
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("--kda_backward must be sequential or chunked, got \"fast\""));
+  DaemonProcess chunked;  // accepted on any backend (the host backend has one algorithm)
+  EXPECT_TRUE(chunked.Start({"--kda_backward=chunked"}).ok()) << "see " << chunked.log_path();
 }
 
 TEST(DaemonNotRunning, ConnectSaysWhatToDo) {

@@ -60,6 +60,8 @@ class CudaDaemonTest : public ::testing::TestWithParam<int> {
     EXPECT_TRUE(x == y) << what << " differs between the daemon and the library";
   }
 
+  void CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algorithm);
+
   DaemonProcess daemon_;
   std::unique_ptr<Client> client_;
   cudaStream_t stream_ = nullptr;
@@ -307,12 +309,14 @@ TEST_P(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
   ExpectSame(served, dbase[0], direct, dbase[1], "dbase");
 }
 
-TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
+// KDA forward and backward served by `client`'s daemon (whose --kda_backward picked
+// `algorithm`) equal the library's bits.
+void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algorithm) {
   const int64_t T = 2048, H = 4, N = 5;
   const std::vector<int64_t> cuts = {0, 1, 1, 700, 1500, T};  // 1-token and empty documents
   const int64_t tok = T * H * 128;
   DeviceArena served(1ull << 30), direct(1ull << 30);
-  served.Register(*client_);
+  served.Register(client);
   const auto q = RandomBf16(tok), kk = RandomBf16(tok), v = RandomBf16(tok), g = RandomBf16(tok),
              beta = RandomBf16(T * H), d_o = RandomBf16(tok);
   const auto a_log = UniformFloat(H, -1, 1), dt_bias = RandomFloat(H * 128, 0, 0.5),
@@ -347,12 +351,12 @@ TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
   }
   KdaForwardArgs fa{tq[0],  tk[0],  tv[0], tg[0],        tbeta[0], ta[0], tdt[0],
                     th0[0], tcu[0], {},    std::nullopt, o[0],     fs[0]};
-  auto fwd = client_->KdaForward(fa);
+  auto fwd = client.KdaForward(fa);
   ASSERT_TRUE(fwd.ok()) << fwd.status();
   KdaBackwardArgs ba{tq[0],  tk[0],  tv[0],   tg[0],    tbeta[0], ta[0],        tdt[0],
                      th0[0], tdo[0], tdfs[0], tcu[0],   {},       std::nullopt, dq[0],
                      dk[0],  dv[0],  dg[0],   dbeta[0], da[0],    ddt[0],       dh0[0]};
-  auto bwd = client_->KdaBackward(ba);
+  auto bwd = client.KdaBackward(ba);
   ASSERT_TRUE(bwd.ok()) << bwd.status();
 
   auto P = [&](const Tensor& t) { return direct.ptr<uint16_t>(t); };
@@ -404,11 +408,30 @@ TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
   b.T = T;
   b.H = H;
   b.num_docs = N;
+  b.algorithm = algorithm;
   ASSERT_TRUE(k::KdaBackwardCuda(b, stream_).ok());
   const std::pair<Tensor*, const char*> outputs[] = {
       {o, "o"},   {fs, "final_state"}, {dq, "dq"},     {dk, "dk"},        {dv, "dv"},
       {dg, "dg"}, {dbeta, "dbeta"},    {da, "dA_log"}, {ddt, "ddt_bias"}, {dh0, "dinitial_state"}};
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
+}
+
+TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential);
+}
+
+// --kda_backward=chunked reaches the kernels: the served gradients are the chunked kernels' bits
+// (which differ from the sequential ones in the last bits, so a daemon ignoring the flag fails).
+TEST_P(CudaDaemonTest, KdaChunkedBackwardServedWhenTheDaemonIsAskedTo) {
+  DaemonProcess chunked;
+  ASSERT_TRUE(chunked
+                  .Start({"--backend=cuda", "--cuda_graphs=" + std::to_string(GetParam()),
+                          "--kda_backward=chunked"})
+                  .ok())
+      << "see " << chunked.log_path();
+  auto client = Client::Connect(chunked.address(), "cuda-daemon-test-chunked");
+  ASSERT_TRUE(client.ok()) << client.status();
+  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kChunked);
 }
 
 TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {

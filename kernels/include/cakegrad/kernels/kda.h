@@ -45,6 +45,11 @@ struct KdaFwdParams {
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
+// Which CUDA kernels serve KdaBackwardCuda. Both meet the same contract on the draws tested;
+// the chunked one is 1.2x-2x faster on the H200 but its dA_log misses SPEC's 1e-4 on about one
+// random draw in 150 of short two-head sequences (bench/results/kda_h200.md), so it is opt-in.
+enum class KdaBackwardAlgorithm { kSequential, kChunked };
+
 struct KdaBwdParams {
   const uint16_t* q = nullptr;           // BF16 [B, T, H, 128]
   const uint16_t* k = nullptr;           // BF16 [B, T, H, 128]
@@ -75,6 +80,7 @@ struct KdaBwdParams {
   float scale = kKdaDefaultScale;             // output scale, > 0
   float lower_bound = kKdaDefaultLowerBound;  // gate lower bound, in [-5, 0)
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
+  KdaBackwardAlgorithm algorithm = KdaBackwardAlgorithm::kSequential;  // CUDA only
 };
 
 // Bytes of scratch the CUDA forward / backward need for these shapes (num_docs as in the params:
