@@ -28,6 +28,8 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "kda_chunked_forward.cuh"
 #include "kda_mma.cuh"
@@ -38,52 +40,79 @@ namespace {
 
 constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 
+// Thread-count-independent shapes of the preparation.
 struct PrepTraits {
   static constexpr int kSub = 16;  // decay sub-chunk: factors stay in [e^-75, e^75]
   static constexpr int kSubs = kChunk / kSub;
-  static constexpr int kThreads = 256;
-  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kHalf = kDim / 2;         // factor buffers hold K in two halves
   static constexpr int kGStride = kDim;          // 16-byte rows: vector loads of channel runs
-  static constexpr int kKStride = kDim + 8;      // BF16 operand rows over K: conflict-free frags
+  static constexpr int kHStride = kHalf + 8;     // BF16 factor rows over a K half: conflict-free
   static constexpr int kTStride = kChunk + 8;    // operand rows over tokens
   static constexpr int kKdTStride = kChunk + 2;  // Kdec^T staging (FP32, pairs along tokens)
+  // A packed by sub-chunk: the rows of sub-chunk J keep columns 0 .. 16 J + 15 only (nothing
+  // right of them is ever read), 10 KB instead of 18 KB, which is what lets both K halves of the
+  // factors be live at once within two CTAs per SM.
+  static constexpr int kAPacked = kSub * kSub * (kSubs * (kSubs + 1) / 2);
   // Raw BF16 values of the chunk, staged (cp.async) during Tinv into the part of the union the
-  // solve leaves free, so the right-hand side's V blocks wait on no global load.
-  static constexpr int kVStageOffset = 24576;
-  static_assert(kChunk % kWarps == 0, "whole tokens per warp in the preparation");
-  static_assert(kSubs == kWarps / 2, "8 warps cover the 2 (J+1) column tiles of A or M");
+  // solve and the right-hand side leave free, so the V blocks wait on no global load.
+  static constexpr int kVStageOffset = 38912;
   static_assert(kChunk == 4 * 16 && kDim == 2 * kChunk, "4 token tiles; [K | V] in 4 blocks");
+  static_assert(kSubs == 4 && kHalf == 4 * 16, "4 sub-chunks; 4 k-steps per K half");
+};
+
+// The thread-dependent part: 256 threads (8 warps), 384 or 512 (with __launch_bounds__(.., 2) 24 or
+// 32 warps per SM instead of 16, at <= 80 or <= 64 registers). Every mapping below is written for
+// any multiple of 128 threads, and every value is computed by the same expression whichever
+// thread computes it, so the records are bitwise the same for every count.
+template <int kThreadsT>
+struct PrepThreads {
+  static constexpr int kThreads = kThreadsT;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kTokPerWarp = (kChunk + kWarps - 1) / kWarps;  // prologue tokens per warp
+  static_assert(kThreads % kDim == 0 && kThreads >= 2 * kDim, "whole channel rows per pass");
 };
 
 // Shared memory of the preparation, sized for two CTAs per SM. Phases: Kdec^T staging, then per
-// sub-chunk the split decay factors (A, M on the tensor cores), then Tinv in FP32, then the
-// right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
+// sub-chunk the split decay factors of both K halves (A and M together on the tensor cores), then
+// Tinv in FP32, then the right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
 struct PrepSmem {
   uint16_t k[kChunk][kDim];               // raw BF16 keys of the chunk (0 for padding)
   float G[kChunk][PrepTraits::kGStride];  // log-gates, then their cumulative sums
-  union {
-    float A[kChunk][PrepTraits::kTStride];  // beta_t (k_t Gam_t).(k_i / Gam_i), strictly lower
-    uint16_t tinv[2][kChunk][PrepTraits::kTStride];  // Tinv split, once A is dead
-  } a;
+  // beta_t (k_t Gam_t).(k_i / Gam_i), strictly lower, packed by sub-chunk (PackedA).
+  float A[PrepTraits::kAPacked];
   union {
     struct {
-      uint16_t col[2][kChunk][PrepTraits::kKStride];            // k_i exp(r_J - G_i), hi and lo
-      uint16_t row[2][PrepTraits::kSub][PrepTraits::kKStride];  // k_t or q_t times exp(G_t - r_J)
-    } f;
+      uint16_t col[2][kChunk][PrepTraits::kHStride];             // k_i exp(r_J - G_i), hi and lo
+      uint16_t krow[2][PrepTraits::kSub][PrepTraits::kHStride];  // k_t exp(G_t - r_J)
+      uint16_t qrow[2][PrepTraits::kSub][PrepTraits::kHStride];  // q_t exp(G_t - r_J)
+    } f[2];                                                      // K halves
     struct {
       float tinv[kChunk][PrepTraits::kTStride];  // (I + A)^-1, FP32
       float r[PrepTraits::kSub][kChunk];         // A[J, <J] Tinv[<J, <J]
     } s;
-    uint16_t rhs[2][kChunk][PrepTraits::kTStride];  // 64 columns of the right-hand side, ^T
-    float kdt[kDim][PrepTraits::kKdTStride];        // Kdec^T staging
+    struct {
+      uint16_t rhs[2][kChunk][PrepTraits::kTStride];   // 64 columns of the right-hand side, ^T
+      uint16_t tinv[2][kChunk][PrepTraits::kTStride];  // Tinv split: clear of s.tinv, s.r dead
+    } w;
+    float kdt[kDim][PrepTraits::kKdTStride];  // Kdec^T staging
+    unsigned char v_stage_end[PrepTraits::kVStageOffset + kChunk * kDim * 2];
   } u;
   float rk[kChunk], rq[kChunk], bt[kChunk];  // 1 / |k|, 1 / |q|, sigmoid(beta); 0 for padding
 };
 static_assert(2 * (sizeof(PrepSmem) + 1024) <= 228 * 1024, "two preparation CTAs per SM");
-static_assert(sizeof(PrepSmem::u.s) <= PrepTraits::kVStageOffset &&
-                  sizeof(PrepSmem::u.rhs) <= PrepTraits::kVStageOffset &&
-                  PrepTraits::kVStageOffset + kChunk * kDim * 2 <= sizeof(PrepSmem::u),
-              "V staging overlaps neither the solve's nor the right-hand side's buffers");
+static_assert(sizeof(PrepSmem::u.s.tinv) <= sizeof(PrepSmem::u.w.rhs) &&
+                  sizeof(PrepSmem::u.s) <= PrepTraits::kVStageOffset &&
+                  sizeof(PrepSmem::u.w) <= PrepTraits::kVStageOffset,
+              "the Tinv split misses the FP32 Tinv; V staging misses the solve and W | Uv");
+
+// A[t][col] of the packed A (col < 16 (t / 16 + 1)). Its row strides (16 to 64 floats) make the
+// tile epilogue's 4 stores per lane up to 8-way bank conflicted: a few dozen cycles per tile,
+// against the 8 KB the padding would cost.
+__device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
+  const int J = t / PrepTraits::kSub;
+  return sm.A[PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
+              (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col];
+}
 
 template <int kRows>
 struct StateTraits {
@@ -146,38 +175,16 @@ __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
 }
 
-// One 16 x 8 tile of (row factors) (column factors)^T over K, BF16x3: the 16 rows of the
-// current sub-chunk against columns 8 nt .. 8 nt + 7.
-__device__ __forceinline__ void FactorTile(const PrepSmem& sm, int nt, float (&out)[4]) {
-  constexpr int kS = PrepTraits::kKStride;
-  float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
-  // Two k-halves in separate accumulators: six independent mma chains of four.
-  float b0[4] = {0.f, 0.f, 0.f, 0.f}, b1[4] = {0.f, 0.f, 0.f, 0.f}, b2[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-  for (int ks = 0; ks < kDim / 32; ++ks) {
-    uint32_t ah[4], al[4], bh[2], bl[2];
-    LoadA<kS>(&sm.u.f.row[0][0][0], 0, ks * 16, ah);
-    LoadA<kS>(&sm.u.f.row[1][0][0], 0, ks * 16, al);
-    LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, ks * 16, bh);
-    LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, ks * 16, bl);
-    Mma3(a0, a1, a2, ah, al, bh, bl);
-    LoadA<kS>(&sm.u.f.row[0][0][0], 0, kDim / 2 + ks * 16, ah);
-    LoadA<kS>(&sm.u.f.row[1][0][0], 0, kDim / 2 + ks * 16, al);
-    LoadB<kS>(&sm.u.f.col[0][0][0], nt * 8, kDim / 2 + ks * 16, bh);
-    LoadB<kS>(&sm.u.f.col[1][0][0], nt * 8, kDim / 2 + ks * 16, bl);
-    Mma3(b0, b1, b2, ah, al, bh, bl);
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = (a0[i] + b0[i]) + ((a1[i] + b1[i]) + (a2[i] + b2[i]));
-}
-
-// SplitPair with one paired conversion per half (bitwise the same values).
+// SplitPair with one paired conversion per half (bitwise the same values). The packed hi pair is
+// used as it comes from the conversion, and its halves widen by a shift and a mask: rebuilding hi
+// from the two halves cost ~2 more SASS instructions per pair (byte permutes).
 __device__ __forceinline__ void PrepSplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
-  const float2 hf = __bfloat1622float2(h);
-  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
-  *hi = uint32_t(__bfloat16_as_ushort(h.x)) | (uint32_t(__bfloat16_as_ushort(h.y)) << 16);
-  *lo = uint32_t(__bfloat16_as_ushort(l.x)) | (uint32_t(__bfloat16_as_ushort(l.y)) << 16);
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);  // x0 in the low half
+  const uint32_t hu = reinterpret_cast<const uint32_t&>(h);
+  const __nv_bfloat162 l =
+      __floats2bfloat162_rn(x0 - __uint_as_float(hu << 16), x1 - __uint_as_float(hu & 0xffff0000u));
+  *hi = hu;
+  *lo = reinterpret_cast<const uint32_t&>(l);
 }
 
 __device__ __forceinline__ void StorePair(uint16_t* hi_base, uint16_t* lo_base, int row, int col,
@@ -188,89 +195,137 @@ __device__ __forceinline__ void StorePair(uint16_t* hi_base, uint16_t* lo_base, 
   *reinterpret_cast<uint32_t*>(lo_base + row + col) = lo;
 }
 
+// One K half of a 16 x 8 tile of (row factors) (column factors)^T, BF16x3: the 16 rows of the
+// current sub-chunk against columns 8 nt .. 8 nt + 7, into the half's own three accumulators.
+// The full tile is (a0 + b0) + ((a1 + b1) + (a2 + b2)) over the halves' sets a and b, each an
+// independent mma chain of four k-steps: the order the single-pass version used.
+__device__ __forceinline__ void HalfFactorTile(const uint16_t* row, const uint16_t* col, int nt,
+                                               float (&acc)[3][4]) {
+  constexpr int kS = PrepTraits::kHStride;
+  constexpr int kRowLo = PrepTraits::kSub * kS, kColLo = kChunk * kS;
+#pragma unroll
+  for (int s = 0; s < 3; ++s) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[s][i] = 0.f;
+  }
+#pragma unroll
+  for (int ks = 0; ks < PrepTraits::kHalf / 16; ++ks) {
+    uint32_t ah[4], al[4], bh[2], bl[2];
+    LoadA<kS>(row, 0, ks * 16, ah);
+    LoadA<kS>(row + kRowLo, 0, ks * 16, al);
+    LoadB<kS>(col, nt * 8, ks * 16, bh);
+    LoadB<kS>(col + kColLo, nt * 8, ks * 16, bl);
+    Mma3(acc[0], acc[1], acc[2], ah, al, bh, bl);
+  }
+}
+
 // A (into shared memory) and M (into the record) for the rows of sub-chunk J, columns
-// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that.
+// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that. One element
+// pass builds the column factors and both row factors (keys for A, queries for M; the row decay
+// computed once for both) of both K halves, then every warp takes up to two of the 4 (J + 1)
+// tiles (A or M, 8 columns): two barriers per sub-chunk, and the early sub-chunks idle fewer warps.
+template <int kThreads>
 __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, int J,
                                                  uint16_t* m_hi, uint16_t* m_lo) {
   using Tr = PrepTraits;
-  constexpr int kS = Tr::kKStride;
+  using Th = PrepThreads<kThreads>;
+  constexpr int kS = Tr::kHStride;
+  constexpr int kPairs = Tr::kHalf / 2;        // channel pairs per half
+  constexpr int kRowStep = kThreads / kPairs;  // rows per element pass
+  constexpr int kRowIters = (Tr::kSub + kRowStep - 1) / kRowStep;
+  constexpr int kSlots = (4 * Tr::kSubs + Th::kWarps - 1) / Th::kWarps;  // tiles per warp
+  static_assert(kSlots * Th::kWarps >= 4 * Tr::kSubs, "every tile of the last sub-chunk taken");
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  // 256 threads = 4 rows x 64 channel pairs: the pair and its reference are per thread.
-  constexpr int kRowsPerPass = Tr::kThreads / (kDim / 2);
-  const int kc = 2 * (tid % (kDim / 2));
-  const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
-#pragma unroll 4
-  for (int i = tid / (kDim / 2); i < cols; i += kRowsPerPass) {
-    const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
-    const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
-    const float rk = sm.rk[i];
-    StorePair(&sm.u.f.col[0][0][0], &sm.u.f.col[1][0][0], i * kS, kc,
-              (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
-              (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
-  }
-  constexpr int kPairs = Tr::kSub * kDim / 2 / Tr::kThreads;
-  float f0[kPairs], f1[kPairs];
-  uint32_t qq[kPairs];
+  const int p2 = 2 * (tid % kPairs);  // the thread's channel pair within a half (fixed)
+  // Query loads first (unconditional, clamped), so that they are in flight during the columns.
+  uint32_t qq[2][kRowIters];
 #pragma unroll
-  for (int it = 0; it < kPairs; ++it) {
-    // The mapping of the column pass: 4 rows x 64 channel pairs per pass (the q rows below too).
-    const int r = tid / (kDim / 2) + it * (Tr::kThreads / (kDim / 2));
-    const int k = 2 * (tid % (kDim / 2)), t = r0 + r;
-    const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][k]);
-    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][k]);
-    f0[it] = DecayExp(gt.x - gr.x);
-    f1[it] = DecayExp(gt.y - gr.y);
-    // Unconditional (clamped) load, so that the loads of all iterations issue together.
-    qq[it] = *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, min(t, c.len - 1)) + k);
-    if (t >= c.len) qq[it] = 0u;
-    StorePair(&sm.u.f.row[0][0][0], &sm.u.f.row[1][0][0], r * kS, k, Kh(sm, t, k) * f0[it],
-              Kh(sm, t, k + 1) * f1[it]);
-  }
-  __syncthreads();
-  // Warp w computes column tile w (8 columns) of the sub-chunk's rows.
-  const bool active = warp < 2 * (J + 1);
-  float acc[4];
-  if (active) {
-    FactorTile(sm, warp, acc);
+  for (int h = 0; h < 2; ++h) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int t = r0 + g + 8 * (i >> 1), col = warp * 8 + 2 * tq + (i & 1);
-      // Right of the diagonal the factors may overflow: those products are dropped, not scaled.
-      sm.a.A[t][col] = col < t ? sm.bt[t] * acc[i] : 0.f;
+    for (int it = 0; it < kRowIters; ++it) {
+      const int t = r0 + min(tid / kPairs + it * kRowStep, Tr::kSub - 1);
+      qq[h][it] = *reinterpret_cast<const uint32_t*>(c.a->q + TokenBase(c, min(t, c.len - 1)) +
+                                                     h * Tr::kHalf + p2);
+      if (t >= c.len) qq[h][it] = 0u;
     }
   }
-  __syncthreads();  // the key rows are consumed
 #pragma unroll
-  for (int it = 0; it < kPairs; ++it) {
-    const int e = tid + it * Tr::kThreads;
-    const int r = e / (kDim / 2), k = 2 * (e % (kDim / 2)), t = r0 + r;
-    StorePair(&sm.u.f.row[0][0][0], &sm.u.f.row[1][0][0], r * kS, k,
-              Bf16(qq[it] & 0xffff) * sm.rq[t] * f0[it], Bf16(qq[it] >> 16) * sm.rq[t] * f1[it]);
+  for (int h = 0; h < 2; ++h) {
+    const int kc = h * Tr::kHalf + p2;
+    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
+#pragma unroll 4
+    for (int i = tid / kPairs; i < cols; i += kRowStep) {
+      const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
+      const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
+      const float rk = sm.rk[i];
+      StorePair(&sm.u.f[h].col[0][0][0], &sm.u.f[h].col[1][0][0], i * kS, p2,
+                (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
+                (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
+    }
+#pragma unroll
+    for (int it = 0; it < kRowIters; ++it) {
+      const int r = tid / kPairs + it * kRowStep, t = r0 + r;
+      if (kRowIters * kRowStep == Tr::kSub || r < Tr::kSub) {
+        const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][kc]);
+        const float f0 = DecayExp(gt.x - gr.x), f1 = DecayExp(gt.y - gr.y);
+        StorePair(&sm.u.f[h].krow[0][0][0], &sm.u.f[h].krow[1][0][0], r * kS, p2,
+                  Kh(sm, t, kc) * f0, Kh(sm, t, kc + 1) * f1);
+        StorePair(&sm.u.f[h].qrow[0][0][0], &sm.u.f[h].qrow[1][0][0], r * kS, p2,
+                  Bf16(qq[h][it] & 0xffff) * sm.rq[t] * f0, Bf16(qq[h][it] >> 16) * sm.rq[t] * f1);
+      }
+    }
   }
   __syncthreads();
-  if (active) {
-    FactorTile(sm, warp, acc);
+  const int tiles = 4 * (J + 1);  // (A | M) x 2 (J + 1) column tiles; tile = 2 nt + is_m
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int t = r0 + g + 8 * hh, col = warp * 8 + 2 * tq;
-      StorePair(m_hi, m_lo, t * kChunk, col, col <= t ? acc[2 * hh] : 0.f,
-                col + 1 <= t ? acc[2 * hh + 1] : 0.f);
+  for (int sl = 0; sl < kSlots; ++sl) {
+    const int tile = warp + sl * Th::kWarps;
+    if (tile < tiles) {
+      const int nt = tile >> 1;
+      float a[3][4], b[3][4];
+      HalfFactorTile((tile & 1) ? &sm.u.f[0].qrow[0][0][0] : &sm.u.f[0].krow[0][0][0],
+                     &sm.u.f[0].col[0][0][0], nt, a);
+      HalfFactorTile((tile & 1) ? &sm.u.f[1].qrow[0][0][0] : &sm.u.f[1].krow[0][0][0],
+                     &sm.u.f[1].col[0][0][0], nt, b);
+      float out[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        out[i] = (a[0][i] + b[0][i]) + ((a[1][i] + b[1][i]) + (a[2][i] + b[2][i]));
+      }
+      if ((tile & 1) == 0) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int t = r0 + g + 8 * (i >> 1), col = nt * 8 + 2 * tq + (i & 1);
+          // Right of the diagonal the factors may overflow: those products are dropped, not
+          // scaled.
+          PackedA(sm, t, col) = col < t ? sm.bt[t] * out[i] : 0.f;
+        }
+      } else {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int t = r0 + g + 8 * hh, col = nt * 8 + 2 * tq;
+          StorePair(m_hi, m_lo, t * kChunk, col, col <= t ? out[2 * hh] : 0.f,
+                    col + 1 <= t ? out[2 * hh + 1] : 0.f);
+        }
+      }
     }
   }
   if (cols < kChunk) {
     const int pairs = (kChunk - cols) / 2;
-    for (int e = tid; e < Tr::kSub * pairs; e += Tr::kThreads) {
+    for (int e = tid; e < Tr::kSub * pairs; e += kThreads) {
       StorePair(m_hi, m_lo, (r0 + e / pairs) * kChunk, cols + 2 * (e % pairs), 0.f, 0.f);
     }
   }
-  __syncthreads();  // before the next sub-chunk overwrites the factors
+  __syncthreads();  // the factors are consumed before the next sub-chunk's pass overwrites them
 }
 
-__global__ void __launch_bounds__(PrepTraits::kThreads, 2)
+template <int kThreads = 256>
+__global__ void __launch_bounds__(kThreads, 2)
     KdaChunkPrepKernel(const __grid_constant__ FwdArgs a, char* __restrict__ ws) {
   using Tr = PrepTraits;
+  using Th = PrepThreads<kThreads>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
   const int64_t slot = blockIdx.x;
@@ -294,8 +349,9 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
   float* gamc = reinterpret_cast<float*>(rec + kda_layout::kRecGamC);
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  // Per token: norms, beta, log-gates (lane owns k = 4 lane .. 4 lane + 3).
-  constexpr int kTokPerWarp = kChunk / Tr::kWarps;
+  // Per token: norms, beta, log-gates (lane owns k = 4 lane .. 4 lane + 3); warp w takes tokens
+  // w, w + kWarps, ... (with 12 warps the last round is partial).
+  constexpr int kTokPerWarp = Th::kTokPerWarp;
   uint2 qraw[kTokPerWarp];  // the warp's tokens' q and 1 / |q|, kept for Q Gam
   float rqv[kTokPerWarp];
   {
@@ -309,12 +365,15 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
       RawToken raw[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const int t = warp + Tr::kWarps * (i0 + i);
+        const int t = warp + Th::kWarps * (i0 + i);
         if (t < c.len) raw[i] = LoadToken(a.q, a.k, a.g, a.beta, c.t0 + t, H, h);
       }
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const int t = warp + Tr::kWarps * (i0 + i);
+        const int t = warp + Th::kWarps * (i0 + i);
+        // Whole rounds (8 warps) need no check; with 12 warps the last round reaches past the
+        // chunk.
+        const bool in_chunk = Th::kTokPerWarp * Th::kWarps == kChunk || t < kChunk;
         float gl[4] = {0.f, 0.f, 0.f, 0.f};
         uint2 kraw = make_uint2(0u, 0u);
         if (t < c.len) {
@@ -334,13 +393,15 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
           qraw[i0 + i] = make_uint2(0u, 0u);
           rqv[i0 + i] = 0.f;
         }
-        if (t >= c.len && lane == 0) {
-          sm.rq[t] = 0.f;
-          sm.rk[t] = 0.f;
-          sm.bt[t] = 0.f;
+        if (in_chunk) {
+          if (t >= c.len && lane == 0) {
+            sm.rq[t] = 0.f;
+            sm.rk[t] = 0.f;
+            sm.bt[t] = 0.f;
+          }
+          *reinterpret_cast<float4*>(&sm.G[t][4 * lane]) = make_float4(gl[0], gl[1], gl[2], gl[3]);
+          *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
         }
-        *reinterpret_cast<float4*>(&sm.G[t][4 * lane]) = make_float4(gl[0], gl[1], gl[2], gl[3]);
-        *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
       }
     }
   }
@@ -364,7 +425,8 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     // From the token phase's registers: warp = token, lane = 4 channels (8-byte stores).
 #pragma unroll
     for (int i = 0; i < kTokPerWarp; ++i) {
-      const int t = warp + Tr::kWarps * i;
+      const int t = warp + Th::kWarps * i;
+      if (Th::kTokPerWarp * Th::kWarps != kChunk && t >= kChunk) break;
       const float4 gg = *reinterpret_cast<const float4*>(&sm.G[t][4 * lane]);
       uint2 hi, lo;
       PrepSplitPair(Bf16(qraw[i].x & 0xffff) * rqv[i] * DecayExp(gg.x),
@@ -377,13 +439,13 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     const int k = tid % kDim;
     const float gl = sm.G[kChunk - 1][k];
 #pragma unroll 8
-    for (int t = tid / kDim; t < kChunk; t += Tr::kThreads / kDim) {
+    for (int t = tid / kDim; t < kChunk; t += kThreads / kDim) {
       sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(gl - sm.G[t][k]);
     }
     if (tid < kDim) gamc[tid] = DecayExp(sm.G[kChunk - 1][tid]);
     __syncthreads();
     uint16_t* kd = reinterpret_cast<uint16_t*>(kdt);
-    for (int e = tid; e < kDim * kChunk / 2; e += Tr::kThreads) {
+    for (int e = tid; e < kDim * kChunk / 2; e += kThreads) {
       const int k = e / (kChunk / 2), t = 2 * (e % (kChunk / 2));
       const float2 x = *reinterpret_cast<const float2*>(&sm.u.kdt[k][t]);
       StorePair(kd, kd + kDim * kChunk, k * kChunk, t, x.x, x.y);
@@ -392,20 +454,20 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
   }
 
 #pragma unroll 1
-  for (int J = 0; J < Tr::kSubs; ++J) SubChunkProducts(c, sm, J, m_hi, m_lo);
+  for (int J = 0; J < Tr::kSubs; ++J) SubChunkProducts<kThreads>(c, sm, J, m_hi, m_lo);
 
   // Tinv = (I + A)^-1 in FP32: 16 x 16 diagonal blocks by forward substitution (one column per
   // thread), then block rows Tinv[J, <J] = -Tinv[J, J] (A[J, <J] Tinv[<J, <J]).
   uint16_t* vs =
       reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(&sm.u) + Tr::kVStageOffset);
-  for (int e = tid; e < kChunk * kDim / 8; e += Tr::kThreads) {
+  for (int e = tid; e < kChunk * kDim / 8; e += kThreads) {
     const int t = e / (kDim / 8), p = e % (kDim / 8);
     if (t < c.len) CpAsync16(vs + t * kDim + 8 * p, a.v + TokenBase(c, t) + 8 * p);
   }
   CpAsyncCommit();
   {
     float* tv = &sm.u.s.tinv[0][0];
-    for (int e = tid; e < kChunk * Tr::kTStride; e += Tr::kThreads) tv[e] = 0.f;
+    for (int e = tid; e < kChunk * Tr::kTStride; e += kThreads) tv[e] = 0.f;
     __syncthreads();
     if (tid < kChunk) {
       const int b = (tid / Tr::kSub) * Tr::kSub, j = tid % Tr::kSub;
@@ -414,7 +476,7 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
       for (int i = 0; i < Tr::kSub; ++i) {
         float acc = i == j ? 1.f : 0.f;
 #pragma unroll
-        for (int l = 0; l < i; ++l) acc = fmaf(-sm.a.A[b + i][b + l], x[l], acc);
+        for (int l = 0; l < i; ++l) acc = fmaf(-PackedA(sm, b + i, b + l), x[l], acc);
         x[i] = acc;
       }
 #pragma unroll
@@ -427,19 +489,19 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
     for (int J = 1; J < Tr::kSubs; ++J) {
       const int n = J * Tr::kSub;
 #pragma unroll
-      for (int e0 = 0; e0 < Tr::kSub * n; e0 += Tr::kThreads) {
+      for (int e0 = 0; e0 < Tr::kSub * n; e0 += kThreads) {
         const int e = e0 + tid;
         if (e < Tr::kSub * n) {
           const int r = e / n, cc = e % n;
           float acc = 0.f;
 #pragma unroll
-          for (int l = 0; l < n; ++l) acc = fmaf(sm.a.A[n + r][l], sm.u.s.tinv[l][cc], acc);
+          for (int l = 0; l < n; ++l) acc = fmaf(PackedA(sm, n + r, l), sm.u.s.tinv[l][cc], acc);
           sm.u.s.r[r][cc] = acc;
         }
       }
       __syncthreads();
 #pragma unroll
-      for (int e0 = 0; e0 < Tr::kSub * n; e0 += Tr::kThreads) {
+      for (int e0 = 0; e0 < Tr::kSub * n; e0 += kThreads) {
         const int e = e0 + tid;
         if (e < Tr::kSub * n) {
           const int r = e / n, cc = e % n;
@@ -454,31 +516,37 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
       __syncthreads();
     }
     // Split Tinv into the A buffer (A is dead).
-    for (int e = tid; e < kChunk * kChunk / 2; e += Tr::kThreads) {
+    for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
-      StorePair(&sm.a.tinv[0][0][0], &sm.a.tinv[1][0][0], t * Tr::kTStride, j, sm.u.s.tinv[t][j],
-                sm.u.s.tinv[t][j + 1]);
+      StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j,
+                sm.u.s.tinv[t][j], sm.u.s.tinv[t][j + 1]);
     }
     CpAsyncWait<0>();  // V staged
     __syncthreads();
   }
 
-  // W | Uv = Tinv [beta K Gam | beta V], 64 columns at a time, BF16x3: warp = (token tile mt,
-  // column half); Tinv is lower triangular, so token tile mt needs k-steps 0 .. mt only.
+  // W | Uv = Tinv [beta K Gam | beta V], 64 columns at a time, BF16x3. Tinv is lower triangular,
+  // so token tile mt needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token
+  // tiles (3 - p, p), p in {0, 1}: 5 k-steps either way, so all items cost the same; the old
+  // mapping (one warp per token tile and 32 columns) made the slowest warp take 16 k-step units
+  // of 4 tiles, this one 10. kNt = 2 for 8 warps (8 items, as many accumulators as before);
+  // 1 for 12 warps (16 items, half the accumulators: the 80-register budget).
   {
-    const int g = lane >> 2, tq = lane & 3, mt = warp & 3, nq = warp >> 2;
+    const int g = lane >> 2, tq = lane & 3;
     uint16_t* w_lo = negw + kChunk * kDim;
+    constexpr int kNt = Th::kWarps >= 12 ? 1 : 2;
+    constexpr int kItems = 2 * (kChunk / 8) / kNt;
 #pragma unroll 1
     for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
-      // 256 threads = 4 token pairs x 64 columns; the K and V blocks as separate unrolled loops.
-      constexpr int kPairsPerPass = Tr::kThreads / kChunk;
+      // kThreads = (kThreads / 64) token pairs x 64 columns; the K and V blocks as separate loops.
+      constexpr int kPairsPerPass = kThreads / kChunk;
       const int cl = tid % kChunk, col = cb * kChunk + cl;
       if (col < kDim) {
 #pragma unroll
         for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
           const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
           const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
-          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
       } else {
 #pragma unroll
@@ -486,40 +554,59 @@ __global__ void __launch_bounds__(PrepTraits::kThreads, 2)
           const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
           const float x1 =
               j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
-          StorePair(&sm.u.rhs[0][0][0], &sm.u.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
+          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
       }
       __syncthreads();
-      float a0[4][4], a1[4][4], a2[4][4];
+#pragma unroll 1
+      for (int item = warp; item < kItems; item += Th::kWarps) {
+        const int lo_mt = item & 1, hi_mt = 3 - lo_mt, nt0 = (item >> 1) * kNt;
+        // [token tile: hi, lo][column tile][BF16x3 set][fragment]
+        float acc[2][kNt][3][4];
 #pragma unroll
-      for (int nn = 0; nn < 4; ++nn) {
+        for (int m = 0; m < 2; ++m) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a0[nn][i] = a1[nn][i] = a2[nn][i] = 0.f;
-      }
-      for (int ks = 0; ks <= mt; ++ks) {
-        uint32_t ah[4], al[4];
-        LoadA<Tr::kTStride>(&sm.a.tinv[0][0][0], mt * 16, ks * 16, ah);
-        LoadA<Tr::kTStride>(&sm.a.tinv[1][0][0], mt * 16, ks * 16, al);
+          for (int n = 0; n < kNt; ++n) {
 #pragma unroll
-        for (int nn = 0; nn < 4; ++nn) {
-          uint32_t bh[2], bl[2];
-          LoadB<Tr::kTStride>(&sm.u.rhs[0][0][0], (nq * 4 + nn) * 8, ks * 16, bh);
-          LoadB<Tr::kTStride>(&sm.u.rhs[1][0][0], (nq * 4 + nn) * 8, ks * 16, bl);
-          Mma3(a0[nn], a1[nn], a2[nn], ah, al, bh, bl);
+            for (int i = 0; i < 4; ++i) acc[m][n][0][i] = acc[m][n][1][i] = acc[m][n][2][i] = 0.f;
+          }
         }
-      }
+        for (int ks = 0; ks <= hi_mt; ++ks) {
+          uint32_t hh[4], hl[4], lh[4], ll[4];
+          LoadA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], hi_mt * 16, ks * 16, hh);
+          LoadA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], hi_mt * 16, ks * 16, hl);
+          const bool lo = ks <= lo_mt;
+          if (lo) {
+            LoadA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], lo_mt * 16, ks * 16, lh);
+            LoadA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], lo_mt * 16, ks * 16, ll);
+          }
 #pragma unroll
-      for (int nn = 0; nn < 4; ++nn) {
-        const int col = cb * kChunk + (nq * 4 + nn) * 8 + 2 * tq;
+          for (int n = 0; n < kNt; ++n) {
+            uint32_t bh[2], bl[2];
+            LoadB<Tr::kTStride>(&sm.u.w.rhs[0][0][0], (nt0 + n) * 8, ks * 16, bh);
+            LoadB<Tr::kTStride>(&sm.u.w.rhs[1][0][0], (nt0 + n) * 8, ks * 16, bl);
+            Mma3(acc[0][n][0], acc[0][n][1], acc[0][n][2], hh, hl, bh, bl);
+            if (lo) Mma3(acc[1][n][0], acc[1][n][1], acc[1][n][2], lh, ll, bh, bl);
+          }
+        }
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const int t = mt * 16 + g + 8 * hh;
-          const float x0 = a0[nn][2 * hh] + (a1[nn][2 * hh] + a2[nn][2 * hh]);
-          const float x1 = a0[nn][2 * hh + 1] + (a1[nn][2 * hh + 1] + a2[nn][2 * hh + 1]);
-          if (col < kDim) {
-            StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
-          } else {
-            *reinterpret_cast<float2*>(uv + t * kDim + col - kDim) = make_float2(x0, x1);
+        for (int m = 0; m < 2; ++m) {
+          const int mt = m ? lo_mt : hi_mt;
+#pragma unroll
+          for (int n = 0; n < kNt; ++n) {
+            const float(&x)[3][4] = acc[m][n];
+            const int col = cb * kChunk + (nt0 + n) * 8 + 2 * tq;
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+              const int t = mt * 16 + g + 8 * hh;
+              const float x0 = x[0][2 * hh] + (x[1][2 * hh] + x[2][2 * hh]);
+              const float x1 = x[0][2 * hh + 1] + (x[1][2 * hh + 1] + x[2][2 * hh + 1]);
+              if (col < kDim) {
+                StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
+              } else {
+                *reinterpret_cast<float2*>(uv + t * kDim + col - kDim) = make_float2(x0, x1);
+              }
+            }
           }
         }
       }
@@ -806,6 +893,30 @@ Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
                                   : LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
+template <int kThreads>
+Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream) {
+  static std::atomic<uint64_t> done{0};
+  constexpr int kSmem = static_cast<int>(sizeof(PrepSmem));
+  Status st = AllowSmem(KdaChunkPrepKernel<kThreads>, kSmem, &done, "the chunk preparation");
+  if (!st.ok()) return st;
+  const dim3 grid(static_cast<unsigned>(slots), static_cast<unsigned>(a.s.H));
+  KdaChunkPrepKernel<kThreads><<<grid, kThreads, kSmem, stream>>>(a, ws);
+  return CheckLaunch("the chunk preparation");
+}
+
+// CAKEGRAD_KDA_PREP_THREADS=384 or 512: the preparation's 12- or 16-warp instance (24 or 32 warps
+// per SM instead of 16, at <= 80 or <= 64 registers), for a device A/B of the instances; the
+// records are bitwise the same. Read once.
+int PrepThreadsChoice() {
+  static const int n = [] {
+    const char* e = std::getenv("CAKEGRAD_KDA_PREP_THREADS");
+    if (e != nullptr && std::strcmp(e, "384") == 0) return 384;
+    if (e != nullptr && std::strcmp(e, "512") == 0) return 512;
+    return 256;
+  }();
+  return n;
+}
+
 }  // namespace
 
 Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace_bytes,
@@ -820,14 +931,11 @@ Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
   char* ws = static_cast<char*>(workspace);
   if (a.s.total_tokens > 0) {
-    static std::atomic<uint64_t> done{0};
-    constexpr int kSmem = static_cast<int>(sizeof(PrepSmem));
-    Status st = AllowSmem(KdaChunkPrepKernel, kSmem, &done, "the chunk preparation");
+    const int threads = PrepThreadsChoice();
+    Status st = threads == 512   ? LaunchPrep<512>(a, ws, slots, stream)
+                : threads == 384 ? LaunchPrep<384>(a, ws, slots, stream)
+                                 : LaunchPrep<256>(a, ws, slots, stream);
     if (!st.ok()) return st;
-    const dim3 grid(static_cast<unsigned>(slots), static_cast<unsigned>(a.s.H));
-    KdaChunkPrepKernel<<<grid, PrepTraits::kThreads, kSmem, stream>>>(a, ws);
-    Status launched = CheckLaunch("the chunk preparation");
-    if (!launched.ok()) return launched;
   }
   // Every slice reads the whole chunk record, so wider slices cut the operand traffic, which
   // bounds this pass: 16-row slices (8 CTAs per (document, head)) while they fit one wave of one

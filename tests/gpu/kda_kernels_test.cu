@@ -581,6 +581,34 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
   }
 }
 
+// Prints FNV-1a hashes of the chunk records (the whole workspace, zero-filled first) and of o,
+// final_state for pinned inputs, so that builds or instances of the preparation kernel can be
+// compared bitwise across processes (e.g. CAKEGRAD_KDA_PREP_THREADS=256 / 384 / 512 must print
+// the same hashes). Checks nothing itself beyond a successful forward.
+TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
+  CAKEGRAD_REQUIRE_GPU();
+  testing::Rng().seed(20261129);
+  Shape sh = Packed({70, 0, 1, 64, 130, 700, 2048}, 4, /*int32=*/false);
+  sh.g_mean = 2.0;
+  Problem pr(sh);
+  testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
+  pr.ws.Fill(0);
+  ASSERT_TRUE(KdaForwardCuda(pr.Fwd(), nullptr).ok());
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
+  auto fnv = [](const void* data, size_t bytes) {
+    uint64_t x = 1469598103934665603ull;
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
+    return static_cast<unsigned long long>(x);
+  };
+  const std::vector<uint8_t> ws = pr.ws.Download();
+  const std::vector<uint16_t> o = pr.o.Download();
+  const std::vector<float> fs = pr.fs.Download();
+  std::printf("[ kda hashes ] records %016llx o %016llx final_state %016llx\n",
+              fnv(ws.data(), ws.size()), fnv(o.data(), 2 * o.size()),
+              fnv(fs.data(), 4 * fs.size()));
+}
+
 TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
   Problem pr(Packed({0, 1, 40, 300, 9, 1000, 33}, 4, false));

@@ -26,7 +26,14 @@ inline std::barrier<>* g_block_bar = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;
 inline float g_shfl[64][32];
 alignas(16) inline unsigned char g_dyn_smem[232448];  // dynamic shared memory of the block
-inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
+// Work counters for structural comparisons (tools/emu/kda_prep_records_emu.cc): barriers per
+// block (counted by thread 0) and mma.sync per warp (counted by lane 0).
+inline std::atomic<long> g_emu_syncs{0};
+inline std::atomic<long> g_emu_mma[64];
+inline void __syncthreads() {
+  if (threadIdx.x == 0) g_emu_syncs.fetch_add(1, std::memory_order_relaxed);
+  g_block_bar->arrive_and_wait();
+}
 inline float __shfl_xor_sync(unsigned, float x, int o) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
   g_shfl[w][l] = x;
@@ -56,6 +63,7 @@ inline float EmuBf16Half(uint32_t reg, int half) {
 }
 inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  if (l == 0) g_emu_mma[w].fetch_add(1, std::memory_order_relaxed);
   for (int i = 0; i < 4; ++i) g_mma_a[w][l][i] = a[i];
   for (int i = 0; i < 2; ++i) g_mma_b[w][l][i] = b[i];
   g_warp_bar[w]->arrive_and_wait();
