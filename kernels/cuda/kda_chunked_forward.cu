@@ -28,8 +28,6 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "kda_chunked_forward.cuh"
 #include "kda_mma.cuh"
@@ -904,18 +902,10 @@ Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream
   return CheckLaunch("the chunk preparation");
 }
 
-// CAKEGRAD_KDA_PREP_THREADS=384 or 512: the preparation's 12- or 16-warp instance (24 or 32 warps
-// per SM instead of 16, at <= 80 or <= 64 registers), for a device A/B of the instances; the
-// records are bitwise the same. Read once.
-int PrepThreadsChoice() {
-  static const int n = [] {
-    const char* e = std::getenv("CAKEGRAD_KDA_PREP_THREADS");
-    if (e != nullptr && std::strcmp(e, "384") == 0) return 384;
-    if (e != nullptr && std::strcmp(e, "512") == 0) return 512;
-    return 256;
-  }();
-  return n;
-}
+// The preparation's 16-warp instance: 32 warps per SM at <= 64 registers. On the H200 (fifth
+// session, kda_h200.md) it beat the 8- and 12-warp instances by 3-4% at every bench shape, with
+// bitwise the same records; the kernel is latency-bound, so more warps hide more of it.
+constexpr int kPrepThreads = 512;
 
 }  // namespace
 
@@ -931,10 +921,7 @@ Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
   char* ws = static_cast<char*>(workspace);
   if (a.s.total_tokens > 0) {
-    const int threads = PrepThreadsChoice();
-    Status st = threads == 512   ? LaunchPrep<512>(a, ws, slots, stream)
-                : threads == 384 ? LaunchPrep<384>(a, ws, slots, stream)
-                                 : LaunchPrep<256>(a, ws, slots, stream);
+    Status st = LaunchPrep<kPrepThreads>(a, ws, slots, stream);
     if (!st.ok()) return st;
   }
   // Every slice reads the whole chunk record, so wider slices cut the operand traffic, which

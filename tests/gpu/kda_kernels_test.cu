@@ -251,7 +251,7 @@ struct Problem {
 void RunBoth(Problem& pr, cudaStream_t stream) {
   const Status f = KdaForwardCuda(pr.Fwd(), stream);
   ASSERT_TRUE(f.ok()) << f.message();
-  const Status b = KdaBackwardCuda(pr.Bwd(), stream);
+  const Status b = kda_cuda::KdaBackwardSequentialCuda(pr.Bwd(), stream);
   ASSERT_TRUE(b.ok()) << b.message();
   CUDA_ASSERT_OK(cudaGetLastError());
   CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
@@ -259,7 +259,7 @@ void RunBoth(Problem& pr, cudaStream_t stream) {
 
 class KdaKernelsAccuracy : public ::testing::TestWithParam<Shape> {};
 
-// The chunked backward (kda_chunked_backward.cu, opt-in: KdaBwdParams::algorithm) after the
+// The chunked backward (kda_chunked_backward.cu, KdaBackwardCuda's default) after the
 // forward.
 void RunBothChunked(Problem& pr, cudaStream_t stream) {
   const Status f = KdaForwardCuda(pr.Fwd(), stream);
@@ -583,8 +583,7 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
 
 // Prints FNV-1a hashes of the chunk records (the whole workspace, zero-filled first) and of o,
 // final_state for pinned inputs, so that builds or instances of the preparation kernel can be
-// compared bitwise across processes (e.g. CAKEGRAD_KDA_PREP_THREADS=256 / 384 / 512 must print
-// the same hashes). Checks nothing itself beyond a successful forward.
+// compared bitwise across processes (tools/gpu/run_kda_candidate.sh names the last build's). Checks nothing itself beyond a successful forward.
 TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
   testing::Rng().seed(20261129);
@@ -633,7 +632,7 @@ TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   cudaGraphExec_t exec;
   CUDA_ASSERT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   const Status f = KdaForwardCuda(pr.Fwd(), stream);
-  const Status b = KdaBackwardCuda(pr.Bwd(), stream);
+  const Status b = kda_cuda::KdaBackwardSequentialCuda(pr.Bwd(), stream);
   CUDA_ASSERT_OK(cudaStreamEndCapture(stream, &graph));
   ASSERT_TRUE(f.ok()) << f.message();
   ASSERT_TRUE(b.ok()) << b.message();
@@ -692,7 +691,7 @@ TEST(KdaKernels, SanitizePackedAndMalformedCuSeqlens) {
     b.cu_seqlens = dcu.get();
     b.device_status = status.get();
     ASSERT_TRUE(KdaForwardCuda(f, nullptr).ok());
-    ASSERT_TRUE(KdaBackwardCuda(b, nullptr).ok());
+    ASSERT_TRUE(kda_cuda::KdaBackwardSequentialCuda(b, nullptr).ok());
     CUDA_ASSERT_OK(cudaDeviceSynchronize());
     EXPECT_EQ(status.Download()[0] & kDeviceStatusBadCuSeqlens, kDeviceStatusBadCuSeqlens)
         << cu[0] << "," << cu[1] << "," << cu[3] << "," << cu[6];

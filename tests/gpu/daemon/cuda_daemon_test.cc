@@ -417,21 +417,21 @@ void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algo
 }
 
 TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
-  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential);
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kChunked);
 }
 
-// --kda_backward=chunked reaches the kernels: the served gradients are the chunked kernels' bits
-// (which differ from the sequential ones in the last bits, so a daemon ignoring the flag fails).
-TEST_P(CudaDaemonTest, KdaChunkedBackwardServedWhenTheDaemonIsAskedTo) {
-  DaemonProcess chunked;
-  ASSERT_TRUE(chunked
+// --kda_backward=sequential reaches the kernels: the served gradients are the sequential kernels'
+// bits (which differ from the chunked ones in the last bits, so a daemon ignoring the flag fails).
+TEST_P(CudaDaemonTest, KdaSequentialBackwardServedWhenTheDaemonIsAskedTo) {
+  DaemonProcess sequential;
+  ASSERT_TRUE(sequential
                   .Start({"--backend=cuda", "--cuda_graphs=" + std::to_string(GetParam()),
-                          "--kda_backward=chunked"})
+                          "--kda_backward=sequential"})
                   .ok())
-      << "see " << chunked.log_path();
-  auto client = Client::Connect(chunked.address(), "cuda-daemon-test-chunked");
+      << "see " << sequential.log_path();
+  auto client = Client::Connect(sequential.address(), "cuda-daemon-test-sequential");
   ASSERT_TRUE(client.ok()) << client.status();
-  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kChunked);
+  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kSequential);
 }
 
 TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One device call that checks a KDA kernel candidate built here and packed by
+# tools/gpu/package_for_gpu.sh (carry [".carry/gpu", "client/python/cakegrad/v1"]); logs in $OUT.
+#   bash tools/gpu/run_kda_candidate.sh check   # suite, dA_log tail, daemon, bench, prep instances
+#   bash tools/gpu/run_kda_candidate.sh sanitize  # memcheck + racecheck of both backwards, ncu
+# Every step has its own timeout inside the call's budget (BUDGET, default 570 s); a step that
+# no longer fits is reported SKIPPED, so a cut-short call still says what ran.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+D=${D:-.carry/gpu/bin}
+T=$D/cakegrad_gpu_kda_tests
+B=$D/cakegrad_kda_bench
+export CAKEGRAD_DAEMON=$PWD/$D/cakegradd PATH=$PATH:/usr/local/cuda/bin
+START=$(date +%s)
+left() { echo $((${BUDGET:-570} - ($(date +%s) - START))); }
+step() { # step NAME TIMEOUT CMD...: runs CMD under timeout if enough time is left, log in $OUT
+  local name=$1 to=$2
+  shift 2
+  if [ "$(left)" -lt 15 ]; then
+    echo "== $name: SKIPPED (time)"
+    return
+  fi
+  [ "$to" -gt "$(left)" ] && to=$(left)
+  echo "== $name (timeout $to s): $*"
+  local t0=$(date +%s)
+  timeout "$to" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc $(($(date +%s) - t0)) s"
+  grep -E "^\[  FAILED  \]|^\[  PASSED  \]|Failure|ERROR SUMMARY|RACECHECK SUMMARY|error:" \
+    "$OUT/$name.log" | head -20
+}
+{
+  date -u +%FT%TZ
+  cat "$D/../SOURCE"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+} | tee "$OUT/env.txt"
+SEQ='Shapes/KdaKernelsAccuracy.MatchesFp64Reference/B1_T200_H2_noinit'
+CHK='Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/B1_T200_H2_noinit'
+case "${1:-check}" in
+  check)
+    # Whole suite: chunked (default) and sequential backward against FP64, forwards, determinism.
+    step all 170 "$T"
+    grep -hE "kda chunked bwd.*(dA_log|ddt_bias|dinitial)" "$OUT/all.log" | sort -k8 -g | tail -4
+    # The dA_log tail: 1 draw in 150 was over 1e-4 on the fourth session's chunked kernels.
+    step dalog_repeat 100 "$T" --gtest_repeat=150 --gtest_filter="$CHK:$SEQ"
+    grep -h "dA_log" "$OUT/dalog_repeat.log" | awk '{print $(NF-2)}' | sort -g | tail -3
+    step daemon 90 "$D/cakegrad_gpu_daemon_tests"
+    step bench 90 "$B"
+    grep -E "median" "$OUT/bench.log" | head -20
+    # Forward records of pinned inputs, to compare bitwise with another build's (the 256-, 384-
+    # and 512-thread preparations of 248021b all printed records c85603bed392ee5f).
+    step hashes 40 "$T" --gtest_filter='KdaKernels.ForwardRecordHashesForCrossBuildComparison'
+    grep -h "kda hashes" "$OUT/hashes.log"
+    step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
+      --gtest_filter='KdaKernels.Sanitize*'
+    step mhc 60 "$D/cakegrad_gpu_mhc_tests"
+    ;;
+  sanitize)  # and where the chunked backward spends its time at (1, 32768, 16)
+    # A longer dA_log tail study of the chunked backward alone: 1000 fresh draws.
+    step dalog_1000 120 "$T" --gtest_repeat=1000 --gtest_filter="$CHK"
+    grep -h "dA_log" "$OUT/dalog_1000.log" | awk '{print $(NF-2)}' | sort -g | tail -3
+    step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$T" \
+      --gtest_filter='KdaKernels.Sanitize*'
+    KDA_BENCH_CASES=1 step ncu 90 ncu --clock-control none --metrics gpu__time_duration.sum -k regex:Kda \
+      --csv --log-file "$OUT/ncu.csv" "$B"
+    python3 - "$OUT/ncu.csv" <<'PY' | tee "$OUT/ncu_summary.txt"
+import csv, collections, sys
+t = collections.defaultdict(list)
+for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith("\""))):
+    t[r["Kernel Name"].split("(")[0]].append(float(r["Metric Value"].replace(",", "")))
+for k, v in t.items():
+    print(f"{k:60s} n={len(v):4d} mean {sum(v)/len(v)/1e3:9.1f} us")
+PY
+    step ncu_grad 120 ncu --clock-control none --section WarpStateStats --section SourceCounters \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis -k regex:KdaChunkGrad -c 1 "$T" \
+      --gtest_filter='Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/B1_T4096_H4'
+    ;;
+esac
+echo "done in $(($(date +%s) - START)) s"
