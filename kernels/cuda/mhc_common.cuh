@@ -111,30 +111,24 @@ __device__ __forceinline__ float LdsF32(uint32_t s) {
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(s));
   return v;
 }
+// Four 8x8 BF16 matrices; lanes 8i..8i+7 address the rows of matrix i, which lands in r[i].
+// The ...Addr forms take a shared-memory address, the others a generic pointer into shared memory.
 __device__ __forceinline__ void LdMatrixX4Addr(uint32_t s, uint32_t* r) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
 }
-
-// Four 8x8 BF16 matrices; lanes 8i..8i+7 address the rows of matrix i, which lands in r[i].
 __device__ __forceinline__ void LdMatrixX4(const void* smem, uint32_t* r) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
+  LdMatrixX4Addr(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), r);
 }
-// The same, each matrix transposed (first form: from a shared-memory address).
+// The same, each matrix transposed.
 __device__ __forceinline__ void LdMatrixX4TransAddr(uint32_t s, uint32_t* r) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
 }
 __device__ __forceinline__ void LdMatrixX4Trans(const void* smem, uint32_t* r) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
+  LdMatrixX4TransAddr(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), r);
 }
 
 __device__ __forceinline__ float Sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
