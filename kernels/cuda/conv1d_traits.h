@@ -31,12 +31,8 @@ struct TileTraits {
   static_assert(kSegLen % 4 == 0 && kSegLen >= 2 * kHalo, "the walk is unrolled by 4");
 };
 
-// Forward: no reduction, so a wide CTA. Nothing is summed across tokens, so every y bit is the
-// same whatever the segment length: the launcher picks the length per call (see
-// conv1d_forward.cu), 64 tokens at most.
-template <int kSegLen>
-using FwdTraitsL = TileTraits<256, kSegLen, 32>;
-using FwdTraits = FwdTraitsL<64>;
+// Forward: no reduction, so a wide CTA; 128 registers (the cap of two CTAs per SM) for V = 8.
+using FwdTraits = TileTraits<256, 64, 32>;
 // Backward: ~230 registers per thread for V = 8 (windows of x and dpre, weights, five
 // accumulators), so 128-thread CTAs, two per SM; a tile of 256 tokens when C >= 256 keeps the
 // partial rows at 20 bytes per channel per 256 tokens (about 1.3% of the main traffic, written and
