@@ -55,137 +55,100 @@ __device__ __forceinline__ float SiluGrad(float p) {
 // documents); only then does a start reset the x window (dropping the terms before the
 // document from pre and dweight) and mask dx's look-ahead terms from the next document.
 template <int V, class Ring, bool kRoundPre, bool kBoundaries>
-struct BwdWalker {
-  static constexpr int L = BwdTraits::kSegLen;
-  static constexpr int kSteps = L + 2 * kHalo;
-  static constexpr int U = Ring::kUnroll;
-  static constexpr int D = Ring::kAhead;
-  static constexpr int R = Ring::kSlots;
-  // The head blocks [0, kBodyStart) hold the halo steps (no dpre, or no dx yet); in a full
-  // segment every step of [kBodyStart, kBodyEnd) asks for a token, computes dpre, accumulates
-  // and stores dx.
-  static constexpr int kBodyStart = (2 * kHalo + U - 1) / U * U;
-  static constexpr int kBodyEnd =
-      kBodyStart + ((kSteps - D < L + kHalo ? kSteps - D : L + kHalo) - kBodyStart) / U * U;
-  static_assert(kBodyEnd > kBodyStart, "a segment needs at least one body block");
-
-  const uint32_t* marks;
-  int mbase, lim, store_lim;
-  int64_t C;
-  const uint16_t *xn, *dyn, *x_safe, *dy_safe;
-  uint16_t* dxo;
-  Ring &xr, &dyr;
-  const float (&w)[kConv1dWidth][V];
-  const float (&b)[V];
-  float (&acc)[kPartialRows][V];
+__device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int lim, int store_lim,
+                                        int64_t C, const uint16_t* xn, const uint16_t* dyn,
+                                        const uint16_t* x_safe, const uint16_t* dy_safe,
+                                        uint16_t* dxo, Ring& xr, Ring& dyr,
+                                        const float (&w)[kConv1dWidth][V], const float (&b)[V],
+                                        float (&acc)[kPartialRows][V]) {
+  constexpr int L = BwdTraits::kSegLen;
+  constexpr int kSteps = L + 2 * kHalo;
+  constexpr int U = Ring::kUnroll;
+  constexpr int D = Ring::kAhead;
+  constexpr int R = Ring::kSlots;
   // xw[i & 3] = x[r], dp[i & 3] = dpre[r]; `starts` holds the start bits of the last three
   // tokens.
   float xw[4][V] = {}, dp[4][V] = {};
   uint32_t starts = 0;
-
-  // Step i in ring slot u % R (u = i mod U, a constant). kUniform: the caller guarantees
-  // 2 kHalo <= i < L + kHalo, i + D < lim and i < store_lim, so no step-class test is left.
-  template <bool kUniform>
-  __device__ __forceinline__ void Step(int i, int u) {
-    const int j = u & 3;
-    float xc[V], dyc[V];
-    RingWait<Ring>();
-    Unpack<V>(xr.Get(u % R), xc);
-    Unpack<V>(dyr.Get(u % R), dyc);
-    if (kUniform) {
-      xr.IssueValid((u + D) % R, xn);
-      dyr.IssueValid((u + D) % R, dyn);
-    } else {
+  // Not unrolled further: one U-step body indexes the windows and ring slots with constants.
+#pragma unroll 1
+  for (int g = 0; g < kSteps; g += U) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = g + u;
+      const int j = u & 3;
+      float xc[V], dyc[V];
+      RingWait<Ring>();
+      Unpack<V>(xr.Get(u % R), xc);
+      Unpack<V>(dyr.Get(u % R), dyc);
       const bool next = i + D < lim;
       xr.Issue((u + D) % R, xn, next, x_safe);
       dyr.Issue((u + D) % R, dyn, next, dy_safe);
-    }
-    RingCommit<Ring>();
-    xn += C;
-    dyn += C;
-    if (!kUniform && i >= kSteps) return;
-    if constexpr (kBoundaries) {
-      const uint32_t st = MarkAt(marks, mbase + i);
-      if (st) {
+      RingCommit<Ring>();
+      xn += C;
+      dyn += C;
+      if (i >= kSteps) continue;
+      if constexpr (kBoundaries) {
+        const uint32_t st = MarkAt(marks, mbase + i);
+        if (st) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            xw[(j + 1) & 3][v] = 0.0f;
+            xw[(j + 2) & 3][v] = 0.0f;
+            xw[(j + 3) & 3][v] = 0.0f;
+          }
+        }
+        starts = ((starts << 1) | st) & 7u;
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) xw[j][v] = xc[v];
+      if (i < kHalo) continue;
+
+      // pre = b + w0 x[r-3] + w1 x[r-2] + w2 x[r-1] + w3 x[r], in this order (the tests replay
+      // it on the host to tell the policy's rounding apart from kernel error).
+      float pre[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        pre[v] = __fmaf_rn(w[0][v], xw[(j + 1) & 3][v], b[v]);
+        pre[v] = __fmaf_rn(w[1][v], xw[(j + 2) & 3][v], pre[v]);
+        pre[v] = __fmaf_rn(w[2][v], xw[(j + 3) & 3][v], pre[v]);
+        pre[v] = __fmaf_rn(w[3][v], xw[j][v], pre[v]);
+      }
+      if constexpr (kRoundPre) RoundToBf16<V>(pre);
+#pragma unroll
+      for (int v = 0; v < V; ++v) dp[j][v] = __fmul_rn(dyc[v], SiluGrad<kRoundPre>(pre[v]));
+
+      if (i < L + kHalo) {
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          xw[(j + 1) & 3][v] = 0.0f;
-          xw[(j + 2) & 3][v] = 0.0f;
-          xw[(j + 3) & 3][v] = 0.0f;
+#pragma unroll
+          for (int k = 0; k < kConv1dWidth; ++k) {
+            acc[k][v] = __fmaf_rn(dp[j][v], xw[(j + 1 + k) & 3][v], acc[k][v]);
+          }
+          acc[kConv1dWidth][v] = __fadd_rn(acc[kConv1dWidth][v], dp[j][v]);
         }
       }
-      starts = ((starts << 1) | st) & 7u;
-    }
+      if (i < 2 * kHalo) continue;
+      // dx[r-3] = w3 dpre[r-3] + w2 dpre[r-2] + w1 dpre[r-1] + w0 dpre[r].
+      if (i < store_lim) {
+        // Terms of a token in a later document are dropped: starts at r-2, r-1, r.
+        const bool t1 = !kBoundaries || (starts & 4u) == 0;
+        const bool t2 = !kBoundaries || (starts & 6u) == 0;
+        const bool t3 = !kBoundaries || starts == 0;
+        float dx[V];
 #pragma unroll
-    for (int v = 0; v < V; ++v) xw[j][v] = xc[v];
-    if (!kUniform && i < kHalo) return;
-
-    // pre = b + w0 x[r-3] + w1 x[r-2] + w2 x[r-1] + w3 x[r], in this order (the tests replay
-    // it on the host to tell the policy's rounding apart from kernel error).
-    float pre[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      pre[v] = __fmaf_rn(w[0][v], xw[(j + 1) & 3][v], b[v]);
-      pre[v] = __fmaf_rn(w[1][v], xw[(j + 2) & 3][v], pre[v]);
-      pre[v] = __fmaf_rn(w[2][v], xw[(j + 3) & 3][v], pre[v]);
-      pre[v] = __fmaf_rn(w[3][v], xw[j][v], pre[v]);
-    }
-    if constexpr (kRoundPre) RoundToBf16<V>(pre);
-#pragma unroll
-    for (int v = 0; v < V; ++v) dp[j][v] = __fmul_rn(dyc[v], SiluGrad<kRoundPre>(pre[v]));
-
-    if (kUniform || i < L + kHalo) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-#pragma unroll
-        for (int k = 0; k < kConv1dWidth; ++k) {
-          acc[k][v] = __fmaf_rn(dp[j][v], xw[(j + 1 + k) & 3][v], acc[k][v]);
+        for (int v = 0; v < V; ++v) {
+          dx[v] = __fmul_rn(w[3][v], dp[(j + 1) & 3][v]);
+          if (t1) dx[v] = __fmaf_rn(w[2][v], dp[(j + 2) & 3][v], dx[v]);
+          if (t2) dx[v] = __fmaf_rn(w[1][v], dp[(j + 3) & 3][v], dx[v]);
+          if (t3) dx[v] = __fmaf_rn(w[0][v], dp[j][v], dx[v]);
         }
-        acc[kConv1dWidth][v] = __fadd_rn(acc[kConv1dWidth][v], dp[j][v]);
+        StoreRaw<V>(dxo, Pack<V>(dx));
       }
-    }
-    if (!kUniform && i < 2 * kHalo) return;
-    // dx[r-3] = w3 dpre[r-3] + w2 dpre[r-2] + w1 dpre[r-1] + w0 dpre[r].
-    if (kUniform || i < store_lim) {
-      // Terms of a token in a later document are dropped: starts at r-2, r-1, r.
-      const bool t1 = !kBoundaries || (starts & 4u) == 0;
-      const bool t2 = !kBoundaries || (starts & 6u) == 0;
-      const bool t3 = !kBoundaries || starts == 0;
-      float dx[V];
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        dx[v] = __fmul_rn(w[3][v], dp[(j + 1) & 3][v]);
-        if (t1) dx[v] = __fmaf_rn(w[2][v], dp[(j + 2) & 3][v], dx[v]);
-        if (t2) dx[v] = __fmaf_rn(w[1][v], dp[(j + 3) & 3][v], dx[v]);
-        if (t3) dx[v] = __fmaf_rn(w[0][v], dp[j][v], dx[v]);
-      }
-      StoreRaw<V>(dxo, Pack<V>(dx));
-    }
-    dxo += C;
-  }
-
-  // `full`: a segment with lim = store_lim = kSteps (never true with kBoundaries). Its body
-  // blocks run the step without class tests (SASS on the H200 build: 28 instead of 33
-  // instructions per element); the head and tail blocks run the tested block's code. Unrolling
-  // head and tail apart as well tripled the hot code and measured 5% slower; one loop that
-  // picks a block per iteration spilled.
-  __device__ __forceinline__ void Walk(bool full) {
-    // Not unrolled further: one U-step body indexes the windows and ring slots with constants.
-#pragma unroll 1
-    for (int g = 0; g < kSteps; g += U) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) Step<false>(g + u, u);
-      if (!kBoundaries && full && g + U == kBodyStart) {
-#pragma unroll 1
-        for (g = kBodyStart; g < kBodyEnd; g += U) {
-#pragma unroll
-          for (int u = 0; u < U; ++u) Step<true>(g + u, u);
-        }
-        g -= U;  // the outer loop's increment
-      }
+      dxo += C;
     }
   }
-};
+}
 
 // Shared memory of the main kernel: the two rings, then (aliasing them once the walk is done)
 // the per-segment partial sums.
@@ -239,13 +202,20 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     dyr.Issue(j, p.dy + off, run && j >= kHalo && j < avail, dy_safe);
     RingCommit<Ring>();
   }
-  float w[kConv1dWidth][V], b[V];
-  LoadChannelParams<V>(p.weight, p.weight_dtype, p.bias, p.bias_dtype, c0, run, w, b);
   MarkDocStarts<Tr::kThreads, Tr::kMarkWords>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
                                               tl.tile_tokens + 2 * kHalo, marks);
 
   float acc[kPartialRows][V] = {};  // dweight[:, 0..3], dbias over this segment
   if (run) {
+    float w[kConv1dWidth][V], b[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+#pragma unroll
+      for (int k = 0; k < kConv1dWidth; ++k) {
+        w[k][v] = LoadParam(p.weight, p.weight_dtype, (c0 + v) * kConv1dWidth + k);
+      }
+      b[v] = p.bias != nullptr ? LoadParam(p.bias, p.bias_dtype, c0 + v) : 0.0f;
+    }
     const int mbase = si * L;
     const int lim = avail;
     const int store_lim = avail + kHalo < kSteps ? avail + kHalo : kSteps;
@@ -253,13 +223,11 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     const uint16_t* dyn = p.dy + (s0 - kHalo + D) * C + c0;
     uint16_t* dxo = p.dx + s0 * C + c0;  // the dx row of step 6
     if (AnyMark(marks, mbase + 1, kSteps - 1)) {
-      BwdWalker<V, Ring, kRoundPre, true> wk{marks, mbase, lim, store_lim, C,  xn,  dyn, x_safe,
-                                             dy_safe, dxo, xr, dyr, w, b, acc};
-      wk.Walk(false);
+      BwdWalk<V, Ring, kRoundPre, true>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe, dy_safe,
+                                        dxo, xr, dyr, w, b, acc);
     } else {
-      BwdWalker<V, Ring, kRoundPre, false> wk{marks, mbase, lim, store_lim, C,  xn,  dyn, x_safe,
-                                              dy_safe, dxo, xr, dyr, w, b, acc};
-      wk.Walk(lim == kSteps);  // then store_lim == kSteps too
+      BwdWalk<V, Ring, kRoundPre, false>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe, dy_safe,
+                                         dxo, xr, dyr, w, b, acc);
     }
   }
   // The last copies of every thread (zero fills past the end included) land before the rings'
@@ -337,15 +305,13 @@ __global__ void __launch_bounds__(kReduceThreads)
   if (j < cols) {
     const float* src = a.ws + j;
     int64_t t = t_begin;
-    // Eight loads in flight before the in-order adds: the chunk is 16 tiles at 32768 x 4096, so
-    // two round trips to L2 instead of four.
-    constexpr int kBatch = 8;
-    for (; t + kBatch <= t_end; t += kBatch) {
-      float v[kBatch];
-#pragma unroll
-      for (int q = 0; q < kBatch; ++q) v[q] = __ldcg(src + (t + q) * stride);
-#pragma unroll
-      for (int q = 0; q < kBatch; ++q) sum += Acc(v[q]);
+    for (; t + 4 <= t_end; t += 4) {
+      const float v0 = __ldcg(src + t * stride), v1 = __ldcg(src + (t + 1) * stride);
+      const float v2 = __ldcg(src + (t + 2) * stride), v3 = __ldcg(src + (t + 3) * stride);
+      sum += Acc(v0);
+      sum += Acc(v1);
+      sum += Acc(v2);
+      sum += Acc(v3);
     }
     for (; t < t_end; ++t) sum += Acc(__ldcg(src + t * stride));
   }

@@ -266,21 +266,6 @@ __device__ __forceinline__ void CpAsyncOrZero(RawT<V>* dst, const uint16_t* src,
   }
 }
 
-// A plain 16-, 8- or 4-byte cp.async, for copies known to be in bounds: the form without a
-// source size, so no zero-fill select remains.
-template <int V>
-__device__ __forceinline__ void CpAsync(RawT<V>* dst, const uint16_t* src) {
-  constexpr int kBytes = static_cast<int>(sizeof(RawT<V>));
-  static_assert(kBytes >= 4, "cp.async copies 4, 8 or 16 bytes");
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  if constexpr (kBytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(kBytes)
-                 : "memory");
-  }
-}
-
 template <int V, int kDepth>
 struct RegRing {
   static constexpr bool kAsync = false;
@@ -295,8 +280,6 @@ struct RegRing {
   __device__ __forceinline__ void Issue(int s, const uint16_t* src, bool valid, const uint16_t*) {
     r[s] = valid ? LoadRaw<V>(src) : ZeroRaw<V>();
   }
-  // Issue for a token known to exist.
-  __device__ __forceinline__ void IssueValid(int s, const uint16_t* src) { r[s] = LoadRaw<V>(src); }
 };
 
 template <int V, int kDepth, int kThreads>
@@ -315,10 +298,6 @@ struct SmemRing {
   __device__ __forceinline__ void Issue(int s, const uint16_t* src, bool valid,
                                         const uint16_t* safe) {
     CpAsyncOrZero<V>(base + s * kThreads, valid ? src : safe, valid);
-  }
-  // Issue for a token known to exist.
-  __device__ __forceinline__ void IssueValid(int s, const uint16_t* src) {
-    CpAsync<V>(base + s * kThreads, src);
   }
 };
 
