@@ -151,6 +151,24 @@ __device__ __forceinline__ float LoadParam(const void* p, DType dtype, int64_t i
   return __ldg(static_cast<const float*>(p) + i);
 }
 
+// Weights and bias of channels c0 .. c0 + V - 1 (zeros when !run). Called before the document
+// search so that these loads overlap its round trips instead of adding one more to each CTA's
+// start.
+template <int V>
+__device__ __forceinline__ void LoadChannelParams(const void* weight, DType weight_dtype,
+                                                  const void* bias, DType bias_dtype, int64_t c0,
+                                                  bool run, float (&w)[kConv1dWidth][V],
+                                                  float (&b)[V]) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+#pragma unroll
+    for (int k = 0; k < kConv1dWidth; ++k) {
+      w[k][v] = run ? LoadParam(weight, weight_dtype, (c0 + v) * kConv1dWidth + k) : 0.0f;
+    }
+    b[v] = run && bias != nullptr ? LoadParam(bias, bias_dtype, c0 + v) : 0.0f;
+  }
+}
+
 __device__ __forceinline__ int64_t LoadCu(const void* cu, bool cu64, int64_t i) {
   return cu64 ? __ldg(static_cast<const long long*>(cu) + i)
               : static_cast<int64_t>(__ldg(static_cast<const int*>(cu) + i));
