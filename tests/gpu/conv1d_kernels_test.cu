@@ -516,11 +516,13 @@ void CheckAll(const Problem& p, bool fp64_pre_counts = true) {
 }
 
 // Preactivations within a few 1e-3 of p0 = -1.27846, the zero of SiLU''s factor 1 + p (1 - s),
-// where that sum cancels: the "fp32" policy must still keep every dx within one BF16 ulp. Before
-// the kernel's Taylor form there, one dx element in ~47M of random inputs missed it (2026-11-29,
-// twice in three H200 runs); here most elements sit in that range, multi-term and single-term
-// (documents' last tokens) alike.
-TEST(Conv1dGpuNearSiluGradZero, Fp32PolicyKeepsEveryDxWithinOneUlp) {
+// where that sum cancels: both policies must still keep every dx within SPEC's bound. Before
+// the kernel's Taylor form there, one "fp32" dx element in ~47M of random inputs missed it
+// (2026-11-29, twice in three H200 runs), and before "bf16" took that form too, one "bf16" dx
+// element in 20.5M here (once in five runs); most elements sit in that range, multi-term and
+// single-term (documents' last tokens) alike, and "bf16" rounds them to the two BF16 values
+// nearest p0.
+TEST(Conv1dGpuNearSiluGradZero, BothPoliciesKeepEveryDxWithinTheBound) {
   CAKEGRAD_REQUIRE_GPU();
   constexpr Route kRoute{true, DType::kFP32, DType::kFP32, DType::kINT32};
   Problem p = MakeProblem(DocLengths(20000, 64, 2000), 1024, kRoute);
