@@ -583,7 +583,8 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
 
 // Prints FNV-1a hashes of the chunk records (the whole workspace, zero-filled first) and of o,
 // final_state for pinned inputs, so that builds or instances of the preparation kernel can be
-// compared bitwise across processes (tools/gpu/run_kda_candidate.sh names the last build's). Checks nothing itself beyond a successful forward.
+// compared bitwise across processes (tools/gpu/run_kda_candidate.sh names the last build's).
+// Checks nothing itself beyond a successful forward.
 TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
   testing::Rng().seed(20261129);
