@@ -12,7 +12,7 @@
 // products, per token and head kk 16384 + solve 2731 + W/Uv 32768 + state 65536 FLOP at x3, out
 // 65536 FLOP at the TF32 rate).
 // The "bwd" line times the sequential backward (kda_backward.cu), the "bwd chunked" line the
-// chunked one (kda_chunked_backward.cu, KdaBackwardCuda's default; mma.sync products) with
+// chunked one (kda_chunked_backward.cu, opt-in; mma.sync products) with
 // the same FLOP and byte counts, and compares its outputs with the sequential backward's (rel-L2
 // of the chunked against the sequential, both device results).
 #include <cuda_runtime.h>

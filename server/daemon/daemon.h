@@ -31,7 +31,7 @@ struct DaemonOptions {
   uint64_t cuda_graphs = 0;       // graph cache entries per GPU; 0: eager launches
   std::string capture_at_start;   // shapes to capture before SERVING (daemon/capture_plan.h)
   uint64_t max_event_slots = 64;  // EVENT completion ring per session
-  std::string kda_backward = "chunked";  // chunked | sequential (cuda backend's kernels)
+  std::string kda_backward = "sequential";  // sequential | chunked (cuda backend's kernels)
   int metrics_port = 0;                     // 0: no metrics endpoint
   std::string metrics_address = "127.0.0.1";
 };

@@ -84,7 +84,7 @@ struct BoundCall {
 // What the backend hands an operator's launch function.
 // Daemon-wide choices between kernels that meet the same contract (--kda_backward).
 struct KernelChoices {
-  bool kda_chunked_backward = true;
+  bool kda_chunked_backward = false;
 };
 
 struct LaunchContext {

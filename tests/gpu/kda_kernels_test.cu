@@ -259,7 +259,7 @@ void RunBoth(Problem& pr, cudaStream_t stream) {
 
 class KdaKernelsAccuracy : public ::testing::TestWithParam<Shape> {};
 
-// The chunked backward (kda_chunked_backward.cu, KdaBackwardCuda's default) after the
+// The chunked backward (kda_chunked_backward.cu, opt-in: KdaBwdParams::algorithm) after the
 // forward.
 void RunBothChunked(Problem& pr, cudaStream_t stream) {
   const Status f = KdaForwardCuda(pr.Fwd(), stream);

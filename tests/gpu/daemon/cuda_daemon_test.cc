@@ -417,21 +417,21 @@ void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algo
 }
 
 TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
-  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kChunked);
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential);
 }
 
-// --kda_backward=sequential reaches the kernels: the served gradients are the sequential kernels'
-// bits (which differ from the chunked ones in the last bits, so a daemon ignoring the flag fails).
-TEST_P(CudaDaemonTest, KdaSequentialBackwardServedWhenTheDaemonIsAskedTo) {
-  DaemonProcess sequential;
-  ASSERT_TRUE(sequential
+// --kda_backward=chunked reaches the kernels: the served gradients are the chunked kernels' bits
+// (which differ from the sequential ones in the last bits, so a daemon ignoring the flag fails).
+TEST_P(CudaDaemonTest, KdaChunkedBackwardServedWhenTheDaemonIsAskedTo) {
+  DaemonProcess chunked;
+  ASSERT_TRUE(chunked
                   .Start({"--backend=cuda", "--cuda_graphs=" + std::to_string(GetParam()),
-                          "--kda_backward=sequential"})
+                          "--kda_backward=chunked"})
                   .ok())
-      << "see " << sequential.log_path();
-  auto client = Client::Connect(sequential.address(), "cuda-daemon-test-sequential");
+      << "see " << chunked.log_path();
+  auto client = Client::Connect(chunked.address(), "cuda-daemon-test-chunked");
   ASSERT_TRUE(client.ok()) << client.status();
-  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kSequential);
+  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kChunked);
 }
 
 TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {

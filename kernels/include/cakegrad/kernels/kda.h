@@ -80,7 +80,7 @@ struct KdaBwdParams {
   float scale = kKdaDefaultScale;             // output scale, > 0
   float lower_bound = kKdaDefaultLowerBound;  // gate lower bound, in [-5, 0)
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
-  KdaBackwardAlgorithm algorithm = KdaBackwardAlgorithm::kChunked;  // CUDA only
+  KdaBackwardAlgorithm algorithm = KdaBackwardAlgorithm::kSequential;  // CUDA only
 };
 
 // Bytes of scratch the CUDA forward / backward need for these shapes (num_docs as in the params:
