@@ -368,29 +368,44 @@ struct GradTraits {
   static_assert(kTq == 4 && kDim / 32 == 4, "4 warps per token group: 4 partial dot products");
 };
 
+// Padded row strides of the shared arrays. With the unpadded strides (128 floats = 512 B, 128
+// BF16 = 256 B, 64 floats = 256 B) every mma fragment access (lane (g, q) at row g, column 2 q)
+// put the 8 rows g on the same banks: 4- to 8-way conflicts; ncu counted 59% of the kernel's
+// shared wavefronts as excess (bench/results/kda_h200.md, 2026-11-29 fifth session). With 8 more
+// elements per row the rows g of a half-warp (float2) or warp (32-bit) land 8 (or 4) banks apart.
+// G pads by 4: the pair terms read G[i0 + 2 q][n0 + g], rows 2 q apart, which then fall 8 banks
+// apart (a pad of 8 would leave 2-way conflicts there).
+constexpr int kLdF = kDim + 8;    // FP32 [64][128] arrays (floats)
+constexpr int kLdH = kDim + 8;    // BF16 [64][128] arrays (uint16)
+constexpr int kLdG = kDim + 4;    // the cumulative gates (floats)
+constexpr int kLdC = kChunk + 8;  // FP32 [64][64] arrays (floats; rows stay 16-byte aligned)
+
 struct GradSmem {
-  float G[kChunk][kDim];       // cumulative log-gates (bitwise as the forward's preparation)
-  uint16_t k[kChunk][kDim];    // raw keys (0 for padding): kh = k rk
-  uint16_t q[kChunk][kDim];    // raw queries
-  uint16_t d_o[kChunk][kDim];  // raw dO
+  float G[kChunk][kLdG];       // cumulative log-gates (bitwise as the forward's preparation)
+  uint16_t k[kChunk][kLdH];    // raw keys (0 for padding): kh = k rk
+  uint16_t q[kChunk][kLdH];    // raw queries
+  uint16_t d_o[kChunk][kLdH];  // raw dO
   union {
-    float u[kChunk][kDim];       // U
-    float uvs[kChunk][kDim];     // Uv solve scratch (before U)
+    float u[kChunk][kLdF];       // U
+    float uvs[kChunk][kLdF];     // Uv solve scratch (before U)
     struct {                     // after dM (U is dead)
-      float da[kChunk][kChunk];  // -A^T for the solve, then dA (strictly lower)
+      float da[kChunk][kLdC];    // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
-  float p[kChunk][kChunk];   // P = A / beta (strictly lower), from the start
-  float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
-  float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
-  float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
+  float p[kChunk][kLdC];     // P = A / beta (strictly lower), from the start
+  float bufw[kChunk][kLdF];  // -W, then dW, then dKb (in place), then X, then dgl
+  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum, then the epilogue's partials
+  // (part, below: the padding left no room for them beside it).
+  float bufu[kChunk][kLdF];
+  float dm[kChunk][kLdC];  // M, then dM (lower incl. the diagonal)
   float rk[kChunk], rq[kChunk], bt[kChunk];
   float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
   float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
-  float part[2][GradTraits::kTq][kDim];
 };
 static_assert(sizeof(GradSmem) + 1024 <= 227 * 1024, "one CTA per SM");
+// The epilogue's per-token-group partials [2][kTq][kDim] live in bufu (dead by then).
+static_assert(2 * GradTraits::kTq * kDim <= kChunk * kLdF, "partials fit in bufu");
 
 __device__ __forceinline__ float KhAt(const GradSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
@@ -464,15 +479,15 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // products below read float4 runs along their inner index: -W [t][k], Kdec [t][k] (from
   // Kdec^T), M^T [t][s].
   for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
-    StageJoined8(&sm.bufw[0][0] + e, rec.negw + e, kRowMatLo);
+    StageJoined8(&sm.bufw[e / kDim][e % kDim], rec.negw + e, kRowMatLo);
   }
   for (int e = tid; e < kDim * kChunk / 8; e += Tr::kThreads) {
     const int k = e % kDim, tb = e / kDim;
-    StageJoinedT8(&sm.bufu[8 * tb][k], kDim, rec.kdt + k * kChunk + 8 * tb, kRowMatLo);
+    StageJoinedT8(&sm.bufu[8 * tb][k], kLdF, rec.kdt + k * kChunk + 8 * tb, kRowMatLo);
   }
   for (int e = tid; e < kChunk * kChunk / 8; e += Tr::kThreads) {
     const int s = e % kChunk, tb = e / kChunk;
-    StageJoinedT8(&sm.dm[8 * tb][s], kChunk, rec.m + s * kChunk + 8 * tb, kMLo);
+    StageJoinedT8(&sm.dm[8 * tb][s], kLdC, rec.m + s * kChunk + 8 * tb, kMLo);
   }
   __syncthreads();
   if (tid < kDim) {
@@ -579,11 +594,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], al[4];
-        LoadASplit(&sm.bufw[0][0], kDim, 16 * m, k0, ah, al);
+        LoadASplit(&sm.bufw[0][0], kLdF, 16 * m, k0, ah, al);
         Mma(cu[m], ah, sh);
         Mma(cu[m], ah, sl);
         Mma(cu[m], al, sh);
-        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, k0, ah, al);
+        LoadASplit(&sm.bufu[0][0], kLdF, 16 * m, k0, ah, al);
         Mma(cd[m], ah, dh);
         Mma(cd[m], ah, dl);
         Mma(cd[m], al, dh);
@@ -598,7 +613,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], am[4], al[4];
-        LoadASplit3(&sm.dm[0][0], kChunk, 16 * m, k0, ah, am, al);
+        LoadASplit3(&sm.dm[0][0], kLdC, 16 * m, k0, ah, am, al);
         Mma(cm[m], al, b);
         Mma(cm[m], am, b);
         Mma(cm[m], ah, b);
@@ -655,11 +670,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ao[4], uh[4], ul[4];
-        LoadA<kDim>(&sm.d_o[0][0], 16 * m, v0, ao);
+        LoadA<kLdH>(&sm.d_o[0][0], 16 * m, v0, ao);
         Mma(cq[m], ao, bl);
         Mma(cq[m], ao, bm);
         Mma(cq[m], ao, bh);
-        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, v0, uh, ul);
+        LoadASplit(&sm.bufu[0][0], kLdF, 16 * m, v0, uh, ul);
         Mma(cw[m], uh, bh);
         Mma(cw[m], uh, bm);
         Mma(cw[m], ul, bh);
@@ -696,7 +711,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], am[4], al[4];
-        LoadASplit3(&sm.r1.u[0][0], kDim, 16 * m, v0, ah, am, al);
+        LoadASplit3(&sm.r1.u[0][0], kLdF, 16 * m, v0, ah, am, al);
         Mma6(ck[m], ah, am, al, bh, bm, bl);
       }
     }
@@ -735,8 +750,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 2
       for (int v0 = 0; v0 < kDim; v0 += 16) {
         uint32_t ao[4], bh[2], bm[2], bl[2];
-        LoadA<kDim>(&sm.d_o[0][0], m0, v0, ao);
-        LoadBSplitT3(&sm.r1.u[0][0], kDim, c0, v0, bh, bm, bl);
+        LoadA<kLdH>(&sm.d_o[0][0], m0, v0, ao);
+        LoadBSplitT3(&sm.r1.u[0][0], kLdF, c0, v0, bh, bm, bl);
         Mma(acc, ao, bl);
         Mma(acc, ao, bm);
         Mma(acc, ao, bh);
@@ -778,16 +793,16 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     float* y = tid < kDim ? &sm.bufw[0][tid] : &sm.bufu[0][tid - kDim];
 #pragma unroll 1
     for (int t = kChunk - 1; t >= 0; --t) {
-      float x0 = y[t * kDim], x1 = 0.f;
+      float x0 = y[t * kLdF], x1 = 0.f;
 #pragma unroll 2
       for (int s = (t + 1) & ~3; s < kChunk; s += 4) {
         const float4 na = *reinterpret_cast<const float4*>(&sm.r1.pa.da[t][s]);
-        x0 = fmaf(na.x, y[s * kDim], x0);
-        x1 = fmaf(na.y, y[(s + 1) * kDim], x1);
-        x0 = fmaf(na.z, y[(s + 2) * kDim], x0);
-        x1 = fmaf(na.w, y[(s + 3) * kDim], x1);
+        x0 = fmaf(na.x, y[s * kLdF], x0);
+        x1 = fmaf(na.y, y[(s + 1) * kLdF], x1);
+        x0 = fmaf(na.z, y[(s + 2) * kLdF], x0);
+        x1 = fmaf(na.w, y[(s + 3) * kLdF], x1);
       }
-      y[t * kDim] = x0 + x1;
+      y[t * kLdF] = x0 + x1;
     }
   }
   __syncthreads();
@@ -807,7 +822,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 1
       for (int k0 = 0; k0 < kDim; k0 += 16) {
         uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
-        LoadASplit3(&sm.bufw[0][0], kDim, m0, k0, ah, am, al);
+        LoadASplit3(&sm.bufw[0][0], kLdF, m0, k0, ah, am, al);
         LoadB<kDim>(rec.negw, c0, k0, bh);  // -W = hi + lo exactly: five partial products
         LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, bl);
         Mma(ax, al, bh);
@@ -815,7 +830,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         Mma(ax, ah, bl);
         Mma(ax, am, bh);
         Mma(ax, ah, bh);
-        LoadASplit3(&sm.bufu[0][0], kDim, m0, k0, ah, am, al);
+        LoadASplit3(&sm.bufu[0][0], kLdF, m0, k0, ah, am, al);
         LoadBSplitT3(rec.uv, kDim, c0, k0, bh, bm, bl);
         Mma6(ay, ah, am, al, bh, bm, bl);
       }
@@ -1035,12 +1050,14 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       pal = fmaf(x, dx, pal);
     }
   }
-  sm.part[0][tq][kc] = pdt;
-  sm.part[1][tq][kc] = pal;
+  // bufu's last readers (the cumsums) finished before the barrier above the epilogue.
+  auto& part = *reinterpret_cast<float(*)[2][Tr::kTq][kDim]>(&sm.bufu[0][0]);
+  part[0][tq][kc] = pdt;
+  part[1][tq][kc] = pal;
   __syncthreads();
   if (tid < kPartials) {
     const int w = tid / kDim, k = tid % kDim;
-    part_out[tid] = ((sm.part[w][0][k] + sm.part[w][1][k]) + sm.part[w][2][k]) + sm.part[w][3][k];
+    part_out[tid] = ((part[w][0][k] + part[w][1][k]) + part[w][2][k]) + part[w][3][k];
   }
 }
 
