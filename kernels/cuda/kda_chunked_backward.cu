@@ -386,10 +386,10 @@ struct GradSmem {
   uint16_t q[kChunk][kLdH];    // raw queries
   uint16_t d_o[kChunk][kLdH];  // raw dO
   union {
-    float u[kChunk][kLdF];       // U
-    float uvs[kChunk][kLdF];     // Uv solve scratch (before U)
-    struct {                     // after dM (U is dead)
-      float da[kChunk][kLdC];    // -A^T for the solve, then dA (strictly lower)
+    float u[kChunk][kLdF];     // U
+    float uvs[kChunk][kLdF];   // Uv solve scratch (before U)
+    struct {                   // after dM (U is dead)
+      float da[kChunk][kLdC];  // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
   float p[kChunk][kLdC];     // P = A / beta (strictly lower), from the start
@@ -450,11 +450,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     for (int t = warp; t < kChunk; t += Tr::kWarps) {
       float gl[4] = {0.f, 0.f, 0.f, 0.f};
       uint2 kraw = make_uint2(0u, 0u), qraw = make_uint2(0u, 0u), oraw = make_uint2(0u, 0u);
+      uint2 vraw = make_uint2(0u, 0u);
       if (t < len) {
         const RawToken r = LoadToken(a.q, a.k, a.g, a.beta, t0 + t, H, h);
         kraw = r.k;
         qraw = r.q;
         oraw = *reinterpret_cast<const uint2*>(a.d_o + ((t0 + t) * H + h) * kDim + 4 * lane);
+        vraw = *reinterpret_cast<const uint2*>(a.v + ((t0 + t) * H + h) * kDim + 4 * lane);
         const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
         for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
@@ -473,6 +475,10 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
       *reinterpret_cast<uint2*>(&sm.q[t][4 * lane]) = qraw;
       *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
+      // V for the Uv solve below (in place there): loaded here with the other token operands,
+      // where the solve's own per-token load from L2 was a dependent ~600-cycle wait per token.
+      *reinterpret_cast<float4*>(&sm.r1.uvs[t][4 * lane]) = make_float4(
+          Bf16(vraw.x & 0xffff), Bf16(vraw.x >> 16), Bf16(vraw.y & 0xffff), Bf16(vraw.y >> 16));
     }
   }
   // Record operands to FP32 shared memory, each with the token of the output row first so the
@@ -557,7 +563,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     float* uv_rec = const_cast<float*>(rec.uv);
 #pragma unroll 1
     for (int t = 0; t < kChunk; ++t) {
-      float x = t < len ? sm.bt[t] * Bf16(a.v[((t0 + t) * H + h) * kDim + tid]) : 0.f;
+      float x = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
       const float nb = -sm.bt[t];
       for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
       sm.r1.uvs[t][tid] = x;
@@ -586,11 +592,19 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) cu[m][i] = cd[m][i] = cm[m][i] = 0.f;
     }
+    // S0 / dS1 fragments come from L2: the next step's are loaded before this step's products.
+    float xs[4], xd[4];
+    LoadBRawT(s0, kDim, n0, 0, xs);
+    LoadBRawT(ds1, kDim, n0, 0, xd);
 #pragma unroll 1
     for (int k0 = 0; k0 < kDim; k0 += 16) {
       uint32_t sh[2], sl[2], dh[2], dl[2];
-      LoadBSplitT(s0, kDim, n0, k0, sh, sl);
-      LoadBSplitT(ds1, kDim, n0, k0, dh, dl);
+      SplitB(xs, sh, sl);
+      SplitB(xd, dh, dl);
+      if (k0 + 16 < kDim) {
+        LoadBRawT(s0, kDim, n0, k0 + 16, xs);
+        LoadBRawT(ds1, kDim, n0, k0 + 16, xd);
+      }
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], al[4];
@@ -638,12 +652,23 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr][fc]) = make_float2(cd[m][0], cd[m][1]);
     *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr + 8][fc]) = make_float2(cd[m][2], cd[m][3]);
   }
-  if (tid < kDim) {
+  // z's column sums from L2 over all 512 threads (v = 32 tq .. 32 tq + 31 each, loads unrolled so
+  // they are in flight together), summed in token-group order after the barrier; 128 threads
+  // walking all 128 rows left the block waiting on L2. red is free until the epilogue.
+  {
     float acc = 0.f;
-    for (int v = 0; v < kDim; ++v) acc = fmaf(ds1[v * kDim + tid], s0[v * kDim + tid], acc);
-    sm.z[tid] = expf(sm.G[kChunk - 1][tid]) * acc;
+#pragma unroll 8
+    for (int v = 32 * tq; v < 32 * tq + 32; ++v) {
+      acc = fmaf(ds1[v * kDim + kc], s0[v * kDim + kc], acc);
+    }
+    (&sm.red[0][0][0])[tq * kDim + kc] = acc;
   }
   __syncthreads();
+  if (tid < kDim) {
+    const float* zp = &sm.red[0][0][0];
+    sm.z[tid] = expf(sm.G[kChunk - 1][tid]) *
+                (((zp[tid] + zp[kDim + tid]) + zp[2 * kDim + tid]) + zp[3 * kDim + tid]);
+  }
 
   // Per-token accumulators of thread (tq, kc): dqh, dkh, the log-gate terms X (reverse cumsum)
   // and Y = Kdec dKdec (exclusive forward cumsum).
@@ -663,10 +688,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) cq[m][i] = cw[m][i] = 0.f;
     }
+    float xs[4];  // the next step's S0 fragment, loaded from L2 ahead
+    LoadBRaw(s0, kDim, 0, n0, xs);
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
       uint32_t bh[2], bm[2], bl[2];  // S0 in three parts; hi + mid is the two-part split
-      LoadBSplit3(s0, kDim, v0, n0, bh, bm, bl);
+      SplitB3(xs, bh, bm, bl);
+      if (v0 + 16 < kDim) LoadBRaw(s0, kDim, v0 + 16, n0, xs);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ao[4], uh[4], ul[4];
@@ -704,10 +732,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) ck[m][i] = 0.f;
     }
+    float xd[4];  // the next step's dS1 fragment, loaded from L2 ahead
+    LoadBRaw(ds1, kDim, 0, n0, xd);
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
       uint32_t bh[2], bm[2], bl[2];
-      LoadBSplit3(ds1, kDim, v0, n0, bh, bm, bl);
+      SplitB3(xd, bh, bm, bl);
+      if (v0 + 16 < kDim) LoadBRaw(ds1, kDim, v0 + 16, n0, xd);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], am[4], al[4];
@@ -819,19 +850,33 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
     float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
     if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
+      // -W's and Uv's fragments come from L2: the next step's are loaded ahead.
+      uint32_t wh[2], wl[2];
+      float xu[4];
+      LoadB<kDim>(rec.negw, c0, 0, wh);
+      LoadB<kDim>(rec.negw + kRowMatLo, c0, 0, wl);
+      LoadBRawT(rec.uv, kDim, c0, 0, xu);
 #pragma unroll 1
       for (int k0 = 0; k0 < kDim; k0 += 16) {
         uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
         LoadASplit3(&sm.bufw[0][0], kLdF, m0, k0, ah, am, al);
-        LoadB<kDim>(rec.negw, c0, k0, bh);  // -W = hi + lo exactly: five partial products
-        LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, bl);
+        bh[0] = wh[0];  // -W = hi + lo exactly: five partial products
+        bh[1] = wh[1];
+        bl[0] = wl[0];
+        bl[1] = wl[1];
+        float xc[4] = {xu[0], xu[1], xu[2], xu[3]};
+        if (k0 + 16 < kDim) {
+          LoadB<kDim>(rec.negw, c0, k0 + 16, wh);
+          LoadB<kDim>(rec.negw + kRowMatLo, c0, k0 + 16, wl);
+          LoadBRawT(rec.uv, kDim, c0, k0 + 16, xu);
+        }
         Mma(ax, al, bh);
         Mma(ax, am, bl);
         Mma(ax, ah, bl);
         Mma(ax, am, bh);
         Mma(ax, ah, bh);
         LoadASplit3(&sm.bufu[0][0], kLdF, m0, k0, ah, am, al);
-        LoadBSplitT3(rec.uv, kDim, c0, k0, bh, bm, bl);
+        SplitB3(xc, bh, bm, bl);
         Mma6(ay, ah, am, al, bh, bm, bl);
       }
     }

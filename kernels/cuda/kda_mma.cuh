@@ -170,6 +170,38 @@ __device__ __forceinline__ void LoadBSplitT3(const float* base, int ld, int n0, 
   Split3Pair(x1.x, x1.y, &hi[1], &mid[1], &lo[1]);
 }
 
+// The loads of LoadBSplitT / LoadBSplit alone, and the splits alone, so that a loop can load the
+// next step's operands from L2 before this step's products (software prefetch): x[0 .. 3] are the
+// values LoadBSplitT (LoadBSplit) reads, in the order they pair into the two registers.
+__device__ __forceinline__ void LoadBRawT(const float* base, int ld, int n0, int k0,
+                                          float (&x)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+  const float2 x0 = *reinterpret_cast<const float2*>(p);
+  const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
+  x[0] = x0.x;
+  x[1] = x0.y;
+  x[2] = x1.x;
+  x[3] = x1.y;
+}
+__device__ __forceinline__ void LoadBRaw(const float* base, int ld, int k0, int n0, float (&x)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (k0 + 2 * (lane & 3)) * ld + n0 + (lane >> 2);
+  x[0] = p[0];
+  x[1] = p[ld];
+  x[2] = p[8 * ld];
+  x[3] = p[9 * ld];
+}
+__device__ __forceinline__ void SplitB(const float (&x)[4], uint32_t (&hi)[2], uint32_t (&lo)[2]) {
+  SplitPair(x[0], x[1], &hi[0], &lo[0]);
+  SplitPair(x[2], x[3], &hi[1], &lo[1]);
+}
+__device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], uint32_t (&mid)[2],
+                                        uint32_t (&lo)[2]) {
+  Split3Pair(x[0], x[1], &hi[0], &mid[0], &lo[0]);
+  Split3Pair(x[2], x[3], &hi[1], &mid[1], &lo[1]);
+}
+
 // BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).
 __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&acc2)[4],
                                      const uint32_t (&ahi)[4], const uint32_t (&alo)[4],
