@@ -407,6 +407,25 @@ static_assert(sizeof(GradSmem) + 1024 <= 227 * 1024, "one CTA per SM");
 // The epilogue's per-token-group partials [2][kTq][kDim] live in bufu (dead by then).
 static_assert(2 * GradTraits::kTq * kDim <= kChunk * kLdF, "partials fit in bufu");
 
+// Tile n < 32 of the 16 x 8 tiles of a [64][64] matrix at (m0, c0): the 20 that reach the lower
+// triangle (c0 < m0 + 16) first, sub-chunk by sub-chunk, then the 12 wholly above it. With tiles
+// n = w and w + 16 for warp w, warps 0-3 take two of the 20 and the others one, so each of the
+// four schedulers (warps w, w + 4, w + 8, w + 12) has five, where tiles 2 w and 2 w + 1 put eight
+// on warps 0, 4, 8, 12 and two or none on the others.
+__device__ __forceinline__ void TriTile(int n, int* m0, int* c0) {
+  int J, c;
+  if (n < 20) {
+    J = n < 2 ? 0 : n < 6 ? 1 : n < 12 ? 2 : 3;
+    c = n - J * (J + 1);
+  } else {
+    n -= 20;
+    J = n < 6 ? 0 : n < 10 ? 1 : 2;
+    c = 2 * J + 2 + n - (J == 0 ? 0 : J == 1 ? 6 : 10);
+  }
+  *m0 = 16 * J;
+  *c0 = 8 * c;
+}
+
 __device__ __forceinline__ float KhAt(const GradSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
 }
@@ -446,7 +465,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   {
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-#pragma unroll 1
+    // Unrolled: the four tokens' loads from L2 are in flight together, not one wait per token.
+#pragma unroll
     for (int t = warp; t < kChunk; t += Tr::kWarps) {
       float gl[4] = {0.f, 0.f, 0.f, 0.f};
       uint2 kraw = make_uint2(0u, 0u), qraw = make_uint2(0u, 0u), oraw = make_uint2(0u, 0u);
@@ -559,13 +579,25 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // This CTA alone
   // reads its record from here on (the chain does not read Uv), so the record takes the result
   // and the U and dA products below read it as before.
+  // Row t of P is read as float4 broadcasts (P is zero at and right of the diagonal inside the
+  // row's sub-chunk, and the block of 4 holding i = t - 1 ends before the sub-chunk does, so the
+  // unwritten part right of it is never read), the sum sum_i P[t][i] x_i in two accumulators
+  // (even / odd i) and scaled by beta_t once: about half the instructions and half the dependent
+  // chain of one fmaf(-beta P, x) per i. Fixed order: deterministic.
   if (tid < kDim) {
     float* uv_rec = const_cast<float*>(rec.uv);
 #pragma unroll 1
     for (int t = 0; t < kChunk; ++t) {
-      float x = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
-      const float nb = -sm.bt[t];
-      for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
+      float s0 = 0.f, s1 = 0.f;
+#pragma unroll 2
+      for (int i = 0; i < t; i += 4) {
+        const float4 pr = *reinterpret_cast<const float4*>(&sm.p[t][i]);
+        s0 = fmaf(pr.x, sm.r1.uvs[i][tid], s0);
+        s1 = fmaf(pr.y, sm.r1.uvs[i + 1][tid], s1);
+        s0 = fmaf(pr.z, sm.r1.uvs[i + 2][tid], s0);
+        s1 = fmaf(pr.w, sm.r1.uvs[i + 3][tid], s1);
+      }
+      const float x = t < len ? sm.bt[t] * (sm.r1.uvs[t][tid] - (s0 + s1)) : 0.f;
       sm.r1.uvs[t][tid] = x;
       uv_rec[t * kDim + tid] = x;
     }
@@ -774,8 +806,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // BF16 and U split in three parts (three passes, ~exact). dM's diagonal goes to dmd and is zeroed
   // in dm (the pair terms below rely on it). The CUDA-core loop took ~3k instructions per thread.
 #pragma unroll 1
-  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
-    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+  for (int tile = warp; tile < 32; tile += Tr::kWarps) {
+    int m0, c0;
+    TriTile(tile, &m0, &c0);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     if (c0 <= m0 + 15) {  // warp-uniform
 #pragma unroll 2
@@ -846,8 +879,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // through the pair terms). The warp-per-row loop with a warp sum per element
   // took ~3.5k instructions per thread.
 #pragma unroll 1
-  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
-    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+  for (int tile = warp; tile < 32; tile += Tr::kWarps) {
+    int m0, c0;
+    TriTile(tile, &m0, &c0);
     float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
     if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
       // -W's and Uv's fragments come from L2: the next step's are loaded ahead.
@@ -898,18 +932,33 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     X[j] = fmaf(sm.bt[t] * (KhAt(sm, t, kc) * gam), dkb, X[j]);
     if (t < len) a.dv[((t0 + t) * H + h) * kDim + kc] = ToBf16(sm.bt[t] * sm.bufu[t][kc]);
   }
-  // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token.
-#pragma unroll 1
-  for (int t = warp; t < len; t += Tr::kWarps) {
-    const int64_t base = ((t0 + t) * H + h) * kDim;
-    float s = 0.f;
-    for (int c = lane; c < kDim; c += 32) {
-      s = fmaf(sm.bufu[t][c], Bf16(a.v[base + c]), s);
-      s = fmaf(sm.bufw[t][c], KhAt(sm, t, c) * expf(sm.G[t][c]), s);
+  // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token. The
+  // warp's four tokens' V are loaded first, so the loads from L2 are in flight together.
+  constexpr int kTokPerWarp = kChunk / Tr::kWarps;
+  float vv[kTokPerWarp][kDim / 32];
+#pragma unroll
+  for (int j = 0; j < kTokPerWarp; ++j) {
+    const int t = warp + Tr::kWarps * j;
+#pragma unroll
+    for (int c = 0; c < kDim / 32; ++c) {
+      vv[j][c] = t < len ? Bf16(a.v[((t0 + t) * H + h) * kDim + lane + 32 * c]) : 0.f;
     }
-    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
-    s = WarpSum(s);
-    if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
+  }
+#pragma unroll
+  for (int j = 0; j < kTokPerWarp; ++j) {
+    const int t = warp + Tr::kWarps * j;
+    if (t < len) {  // warp-uniform
+      float s = 0.f;
+#pragma unroll
+      for (int c = 0; c < kDim / 32; ++c) {
+        const int col = lane + 32 * c;
+        s = fmaf(sm.bufu[t][col], vv[j][c], s);
+        s = fmaf(sm.bufw[t][col], KhAt(sm, t, col) * expf(sm.G[t][col]), s);
+      }
+      for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
+      s = WarpSum(s);
+      if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
+    }
   }
 
   // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise:
