@@ -579,25 +579,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // This CTA alone
   // reads its record from here on (the chain does not read Uv), so the record takes the result
   // and the U and dA products below read it as before.
-  // Row t of P is read as float4 broadcasts (P is zero at and right of the diagonal inside the
-  // row's sub-chunk, and the block of 4 holding i = t - 1 ends before the sub-chunk does, so the
-  // unwritten part right of it is never read), the sum sum_i P[t][i] x_i in two accumulators
-  // (even / odd i) and scaled by beta_t once: about half the instructions and half the dependent
-  // chain of one fmaf(-beta P, x) per i. Fixed order: deterministic.
   if (tid < kDim) {
     float* uv_rec = const_cast<float*>(rec.uv);
 #pragma unroll 1
     for (int t = 0; t < kChunk; ++t) {
-      float s0 = 0.f, s1 = 0.f;
-#pragma unroll 2
-      for (int i = 0; i < t; i += 4) {
-        const float4 pr = *reinterpret_cast<const float4*>(&sm.p[t][i]);
-        s0 = fmaf(pr.x, sm.r1.uvs[i][tid], s0);
-        s1 = fmaf(pr.y, sm.r1.uvs[i + 1][tid], s1);
-        s0 = fmaf(pr.z, sm.r1.uvs[i + 2][tid], s0);
-        s1 = fmaf(pr.w, sm.r1.uvs[i + 3][tid], s1);
-      }
-      const float x = t < len ? sm.bt[t] * (sm.r1.uvs[t][tid] - (s0 + s1)) : 0.f;
+      float x = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
+      const float nb = -sm.bt[t];
+      for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
       sm.r1.uvs[t][tid] = x;
       uv_rec[t * kDim + tid] = x;
     }
