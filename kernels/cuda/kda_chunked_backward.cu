@@ -368,29 +368,63 @@ struct GradTraits {
   static_assert(kTq == 4 && kDim / 32 == 4, "4 warps per token group: 4 partial dot products");
 };
 
+// Padded row strides of the shared arrays. With the unpadded strides (128 floats = 512 B, 128
+// BF16 = 256 B, 64 floats = 256 B) every mma fragment access (lane (g, q) at row g, column 2 q)
+// put the 8 rows g on the same banks: 4- to 8-way conflicts; ncu counted 59% of the kernel's
+// shared wavefronts as excess (bench/results/kda_h200.md, 2026-11-29 fifth session). With 8 more
+// elements per row the rows g of a half-warp (float2) or warp (32-bit) land 8 (or 4) banks apart.
+// G pads by 4: the pair terms read G[i0 + 2 q][n0 + g], rows 2 q apart, which then fall 8 banks
+// apart (a pad of 8 would leave 2-way conflicts there).
+constexpr int kLdF = kDim + 8;    // FP32 [64][128] arrays (floats)
+constexpr int kLdH = kDim + 8;    // BF16 [64][128] arrays (uint16)
+constexpr int kLdG = kDim + 4;    // the cumulative gates (floats)
+constexpr int kLdC = kChunk + 8;  // FP32 [64][64] arrays (floats; rows stay 16-byte aligned)
+
 struct GradSmem {
-  float G[kChunk][kDim];       // cumulative log-gates (bitwise as the forward's preparation)
-  uint16_t k[kChunk][kDim];    // raw keys (0 for padding): kh = k rk
-  uint16_t q[kChunk][kDim];    // raw queries
-  uint16_t d_o[kChunk][kDim];  // raw dO
+  float G[kChunk][kLdG];       // cumulative log-gates (bitwise as the forward's preparation)
+  uint16_t k[kChunk][kLdH];    // raw keys (0 for padding): kh = k rk
+  uint16_t q[kChunk][kLdH];    // raw queries
+  uint16_t d_o[kChunk][kLdH];  // raw dO
   union {
-    float u[kChunk][kDim];       // U
-    float uvs[kChunk][kDim];     // Uv solve scratch (before U)
-    struct {                     // after dM (U is dead)
-      float da[kChunk][kChunk];  // -A^T for the solve, then dA (strictly lower)
+    float u[kChunk][kLdF];     // U
+    float uvs[kChunk][kLdF];   // Uv solve scratch (before U)
+    struct {                   // after dM (U is dead)
+      float da[kChunk][kLdC];  // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
-  float p[kChunk][kChunk];   // P = A / beta (strictly lower), from the start
-  float bufw[kChunk][kDim];  // -W, then dW, then dKb (in place), then X, then dgl
-  float bufu[kChunk][kDim];  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum
-  float dm[kChunk][kChunk];  // M, then dM (lower incl. the diagonal)
+  float p[kChunk][kLdC];     // P = A / beta (strictly lower), from the start
+  float bufw[kChunk][kLdF];  // -W, then dW, then dKb (in place), then X, then dgl
+  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum, then the epilogue's partials
+  // (part, below: the padding left no room for them beside it).
+  float bufu[kChunk][kLdF];
+  float dm[kChunk][kLdC];  // M, then dM (lower incl. the diagonal)
   float rk[kChunk], rq[kChunk], bt[kChunk];
   float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
   float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
-  float part[2][GradTraits::kTq][kDim];
 };
 static_assert(sizeof(GradSmem) + 1024 <= 227 * 1024, "one CTA per SM");
+// The epilogue's per-token-group partials [2][kTq][kDim] live in bufu (dead by then).
+static_assert(2 * GradTraits::kTq * kDim <= kChunk * kLdF, "partials fit in bufu");
+
+// Tile n < 32 of the 16 x 8 tiles of a [64][64] matrix at (m0, c0): the 20 that reach the lower
+// triangle (c0 < m0 + 16) first, sub-chunk by sub-chunk, then the 12 wholly above it. With tiles
+// n = w and w + 16 for warp w, warps 0-3 take two of the 20 and the others one, so each of the
+// four schedulers (warps w, w + 4, w + 8, w + 12) has five, where tiles 2 w and 2 w + 1 put eight
+// on warps 0, 4, 8, 12 and two or none on the others.
+__device__ __forceinline__ void TriTile(int n, int* m0, int* c0) {
+  int J, c;
+  if (n < 20) {
+    J = n < 2 ? 0 : n < 6 ? 1 : n < 12 ? 2 : 3;
+    c = n - J * (J + 1);
+  } else {
+    n -= 20;
+    J = n < 6 ? 0 : n < 10 ? 1 : 2;
+    c = 2 * J + 2 + n - (J == 0 ? 0 : J == 1 ? 6 : 10);
+  }
+  *m0 = 16 * J;
+  *c0 = 8 * c;
+}
 
 __device__ __forceinline__ float KhAt(const GradSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
@@ -431,15 +465,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   {
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-#pragma unroll 1
+    // Unrolled: the four tokens' loads from L2 are in flight together, not one wait per token.
+#pragma unroll
     for (int t = warp; t < kChunk; t += Tr::kWarps) {
       float gl[4] = {0.f, 0.f, 0.f, 0.f};
       uint2 kraw = make_uint2(0u, 0u), qraw = make_uint2(0u, 0u), oraw = make_uint2(0u, 0u);
+      uint2 vraw = make_uint2(0u, 0u);
       if (t < len) {
         const RawToken r = LoadToken(a.q, a.k, a.g, a.beta, t0 + t, H, h);
         kraw = r.k;
         qraw = r.q;
         oraw = *reinterpret_cast<const uint2*>(a.d_o + ((t0 + t) * H + h) * kDim + 4 * lane);
+        vraw = *reinterpret_cast<const uint2*>(a.v + ((t0 + t) * H + h) * kDim + 4 * lane);
         const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
         for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
@@ -458,21 +495,25 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
       *reinterpret_cast<uint2*>(&sm.q[t][4 * lane]) = qraw;
       *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
+      // V for the Uv solve below (in place there): loaded here with the other token operands,
+      // where the solve's own per-token load from L2 was a dependent ~600-cycle wait per token.
+      *reinterpret_cast<float4*>(&sm.r1.uvs[t][4 * lane]) = make_float4(
+          Bf16(vraw.x & 0xffff), Bf16(vraw.x >> 16), Bf16(vraw.y & 0xffff), Bf16(vraw.y >> 16));
     }
   }
   // Record operands to FP32 shared memory, each with the token of the output row first so the
   // products below read float4 runs along their inner index: -W [t][k], Kdec [t][k] (from
   // Kdec^T), M^T [t][s].
   for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
-    StageJoined8(&sm.bufw[0][0] + e, rec.negw + e, kRowMatLo);
+    StageJoined8(&sm.bufw[e / kDim][e % kDim], rec.negw + e, kRowMatLo);
   }
   for (int e = tid; e < kDim * kChunk / 8; e += Tr::kThreads) {
     const int k = e % kDim, tb = e / kDim;
-    StageJoinedT8(&sm.bufu[8 * tb][k], kDim, rec.kdt + k * kChunk + 8 * tb, kRowMatLo);
+    StageJoinedT8(&sm.bufu[8 * tb][k], kLdF, rec.kdt + k * kChunk + 8 * tb, kRowMatLo);
   }
   for (int e = tid; e < kChunk * kChunk / 8; e += Tr::kThreads) {
     const int s = e % kChunk, tb = e / kChunk;
-    StageJoinedT8(&sm.dm[8 * tb][s], kChunk, rec.m + s * kChunk + 8 * tb, kMLo);
+    StageJoinedT8(&sm.dm[8 * tb][s], kLdC, rec.m + s * kChunk + 8 * tb, kMLo);
   }
   __syncthreads();
   if (tid < kDim) {
@@ -542,7 +583,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     float* uv_rec = const_cast<float*>(rec.uv);
 #pragma unroll 1
     for (int t = 0; t < kChunk; ++t) {
-      float x = t < len ? sm.bt[t] * Bf16(a.v[((t0 + t) * H + h) * kDim + tid]) : 0.f;
+      float x = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
       const float nb = -sm.bt[t];
       for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
       sm.r1.uvs[t][tid] = x;
@@ -571,19 +612,27 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) cu[m][i] = cd[m][i] = cm[m][i] = 0.f;
     }
+    // S0 / dS1 fragments come from L2: the next step's are loaded before this step's products.
+    float xs[4], xd[4];
+    LoadBRawT(s0, kDim, n0, 0, xs);
+    LoadBRawT(ds1, kDim, n0, 0, xd);
 #pragma unroll 1
     for (int k0 = 0; k0 < kDim; k0 += 16) {
       uint32_t sh[2], sl[2], dh[2], dl[2];
-      LoadBSplitT(s0, kDim, n0, k0, sh, sl);
-      LoadBSplitT(ds1, kDim, n0, k0, dh, dl);
+      SplitB(xs, sh, sl);
+      SplitB(xd, dh, dl);
+      if (k0 + 16 < kDim) {
+        LoadBRawT(s0, kDim, n0, k0 + 16, xs);
+        LoadBRawT(ds1, kDim, n0, k0 + 16, xd);
+      }
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], al[4];
-        LoadASplit(&sm.bufw[0][0], kDim, 16 * m, k0, ah, al);
+        LoadASplit(&sm.bufw[0][0], kLdF, 16 * m, k0, ah, al);
         Mma(cu[m], ah, sh);
         Mma(cu[m], ah, sl);
         Mma(cu[m], al, sh);
-        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, k0, ah, al);
+        LoadASplit(&sm.bufu[0][0], kLdF, 16 * m, k0, ah, al);
         Mma(cd[m], ah, dh);
         Mma(cd[m], ah, dl);
         Mma(cd[m], al, dh);
@@ -598,7 +647,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], am[4], al[4];
-        LoadASplit3(&sm.dm[0][0], kChunk, 16 * m, k0, ah, am, al);
+        LoadASplit3(&sm.dm[0][0], kLdC, 16 * m, k0, ah, am, al);
         Mma(cm[m], al, b);
         Mma(cm[m], am, b);
         Mma(cm[m], ah, b);
@@ -623,12 +672,23 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr][fc]) = make_float2(cd[m][0], cd[m][1]);
     *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr + 8][fc]) = make_float2(cd[m][2], cd[m][3]);
   }
-  if (tid < kDim) {
+  // z's column sums from L2 over all 512 threads (v = 32 tq .. 32 tq + 31 each, loads unrolled so
+  // they are in flight together), summed in token-group order after the barrier; 128 threads
+  // walking all 128 rows left the block waiting on L2. red is free until the epilogue.
+  {
     float acc = 0.f;
-    for (int v = 0; v < kDim; ++v) acc = fmaf(ds1[v * kDim + tid], s0[v * kDim + tid], acc);
-    sm.z[tid] = expf(sm.G[kChunk - 1][tid]) * acc;
+#pragma unroll 8
+    for (int v = 32 * tq; v < 32 * tq + 32; ++v) {
+      acc = fmaf(ds1[v * kDim + kc], s0[v * kDim + kc], acc);
+    }
+    (&sm.red[0][0][0])[tq * kDim + kc] = acc;
   }
   __syncthreads();
+  if (tid < kDim) {
+    const float* zp = &sm.red[0][0][0];
+    sm.z[tid] = expf(sm.G[kChunk - 1][tid]) *
+                (((zp[tid] + zp[kDim + tid]) + zp[2 * kDim + tid]) + zp[3 * kDim + tid]);
+  }
 
   // Per-token accumulators of thread (tq, kc): dqh, dkh, the log-gate terms X (reverse cumsum)
   // and Y = Kdec dKdec (exclusive forward cumsum).
@@ -648,18 +708,21 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) cq[m][i] = cw[m][i] = 0.f;
     }
+    float xs[4];  // the next step's S0 fragment, loaded from L2 ahead
+    LoadBRaw(s0, kDim, 0, n0, xs);
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
       uint32_t bh[2], bm[2], bl[2];  // S0 in three parts; hi + mid is the two-part split
-      LoadBSplit3(s0, kDim, v0, n0, bh, bm, bl);
+      SplitB3(xs, bh, bm, bl);
+      if (v0 + 16 < kDim) LoadBRaw(s0, kDim, v0 + 16, n0, xs);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ao[4], uh[4], ul[4];
-        LoadA<kDim>(&sm.d_o[0][0], 16 * m, v0, ao);
+        LoadA<kLdH>(&sm.d_o[0][0], 16 * m, v0, ao);
         Mma(cq[m], ao, bl);
         Mma(cq[m], ao, bm);
         Mma(cq[m], ao, bh);
-        LoadASplit(&sm.bufu[0][0], kDim, 16 * m, v0, uh, ul);
+        LoadASplit(&sm.bufu[0][0], kLdF, 16 * m, v0, uh, ul);
         Mma(cw[m], uh, bh);
         Mma(cw[m], uh, bm);
         Mma(cw[m], ul, bh);
@@ -689,14 +752,17 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) ck[m][i] = 0.f;
     }
+    float xd[4];  // the next step's dS1 fragment, loaded from L2 ahead
+    LoadBRaw(ds1, kDim, 0, n0, xd);
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
       uint32_t bh[2], bm[2], bl[2];
-      LoadBSplit3(ds1, kDim, v0, n0, bh, bm, bl);
+      SplitB3(xd, bh, bm, bl);
+      if (v0 + 16 < kDim) LoadBRaw(ds1, kDim, v0 + 16, n0, xd);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], am[4], al[4];
-        LoadASplit3(&sm.r1.u[0][0], kDim, 16 * m, v0, ah, am, al);
+        LoadASplit3(&sm.r1.u[0][0], kLdF, 16 * m, v0, ah, am, al);
         Mma6(ck[m], ah, am, al, bh, bm, bl);
       }
     }
@@ -728,15 +794,16 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // BF16 and U split in three parts (three passes, ~exact). dM's diagonal goes to dmd and is zeroed
   // in dm (the pair terms below rely on it). The CUDA-core loop took ~3k instructions per thread.
 #pragma unroll 1
-  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
-    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+  for (int tile = warp; tile < 32; tile += Tr::kWarps) {
+    int m0, c0;
+    TriTile(tile, &m0, &c0);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     if (c0 <= m0 + 15) {  // warp-uniform
 #pragma unroll 2
       for (int v0 = 0; v0 < kDim; v0 += 16) {
         uint32_t ao[4], bh[2], bm[2], bl[2];
-        LoadA<kDim>(&sm.d_o[0][0], m0, v0, ao);
-        LoadBSplitT3(&sm.r1.u[0][0], kDim, c0, v0, bh, bm, bl);
+        LoadA<kLdH>(&sm.d_o[0][0], m0, v0, ao);
+        LoadBSplitT3(&sm.r1.u[0][0], kLdF, c0, v0, bh, bm, bl);
         Mma(acc, ao, bl);
         Mma(acc, ao, bm);
         Mma(acc, ao, bh);
@@ -778,16 +845,16 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     float* y = tid < kDim ? &sm.bufw[0][tid] : &sm.bufu[0][tid - kDim];
 #pragma unroll 1
     for (int t = kChunk - 1; t >= 0; --t) {
-      float x0 = y[t * kDim], x1 = 0.f;
+      float x0 = y[t * kLdF], x1 = 0.f;
 #pragma unroll 2
       for (int s = (t + 1) & ~3; s < kChunk; s += 4) {
         const float4 na = *reinterpret_cast<const float4*>(&sm.r1.pa.da[t][s]);
-        x0 = fmaf(na.x, y[s * kDim], x0);
-        x1 = fmaf(na.y, y[(s + 1) * kDim], x1);
-        x0 = fmaf(na.z, y[(s + 2) * kDim], x0);
-        x1 = fmaf(na.w, y[(s + 3) * kDim], x1);
+        x0 = fmaf(na.x, y[s * kLdF], x0);
+        x1 = fmaf(na.y, y[(s + 1) * kLdF], x1);
+        x0 = fmaf(na.z, y[(s + 2) * kLdF], x0);
+        x1 = fmaf(na.w, y[(s + 3) * kLdF], x1);
       }
-      y[t * kDim] = x0 + x1;
+      y[t * kLdF] = x0 + x1;
     }
   }
   __syncthreads();
@@ -800,23 +867,38 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // through the pair terms). The warp-per-row loop with a warp sum per element
   // took ~3.5k instructions per thread.
 #pragma unroll 1
-  for (int tile = 2 * warp; tile < 2 * warp + 2; ++tile) {
-    const int m0 = 16 * (tile / 8), c0 = 8 * (tile % 8);
+  for (int tile = warp; tile < 32; tile += Tr::kWarps) {
+    int m0, c0;
+    TriTile(tile, &m0, &c0);
     float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
     if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
+      // -W's and Uv's fragments come from L2: the next step's are loaded ahead.
+      uint32_t wh[2], wl[2];
+      float xu[4];
+      LoadB<kDim>(rec.negw, c0, 0, wh);
+      LoadB<kDim>(rec.negw + kRowMatLo, c0, 0, wl);
+      LoadBRawT(rec.uv, kDim, c0, 0, xu);
 #pragma unroll 1
       for (int k0 = 0; k0 < kDim; k0 += 16) {
         uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
-        LoadASplit3(&sm.bufw[0][0], kDim, m0, k0, ah, am, al);
-        LoadB<kDim>(rec.negw, c0, k0, bh);  // -W = hi + lo exactly: five partial products
-        LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, bl);
+        LoadASplit3(&sm.bufw[0][0], kLdF, m0, k0, ah, am, al);
+        bh[0] = wh[0];  // -W = hi + lo exactly: five partial products
+        bh[1] = wh[1];
+        bl[0] = wl[0];
+        bl[1] = wl[1];
+        float xc[4] = {xu[0], xu[1], xu[2], xu[3]};
+        if (k0 + 16 < kDim) {
+          LoadB<kDim>(rec.negw, c0, k0 + 16, wh);
+          LoadB<kDim>(rec.negw + kRowMatLo, c0, k0 + 16, wl);
+          LoadBRawT(rec.uv, kDim, c0, k0 + 16, xu);
+        }
         Mma(ax, al, bh);
         Mma(ax, am, bl);
         Mma(ax, ah, bl);
         Mma(ax, am, bh);
         Mma(ax, ah, bh);
-        LoadASplit3(&sm.bufu[0][0], kDim, m0, k0, ah, am, al);
-        LoadBSplitT3(rec.uv, kDim, c0, k0, bh, bm, bl);
+        LoadASplit3(&sm.bufu[0][0], kLdF, m0, k0, ah, am, al);
+        SplitB3(xc, bh, bm, bl);
         Mma6(ay, ah, am, al, bh, bm, bl);
       }
     }
@@ -838,18 +920,33 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     X[j] = fmaf(sm.bt[t] * (KhAt(sm, t, kc) * gam), dkb, X[j]);
     if (t < len) a.dv[((t0 + t) * H + h) * kDim + kc] = ToBf16(sm.bt[t] * sm.bufu[t][kc]);
   }
-  // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token.
-#pragma unroll 1
-  for (int t = warp; t < len; t += Tr::kWarps) {
-    const int64_t base = ((t0 + t) * H + h) * kDim;
-    float s = 0.f;
-    for (int c = lane; c < kDim; c += 32) {
-      s = fmaf(sm.bufu[t][c], Bf16(a.v[base + c]), s);
-      s = fmaf(sm.bufw[t][c], KhAt(sm, t, c) * expf(sm.G[t][c]), s);
+  // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token. The
+  // warp's four tokens' V are loaded first, so the loads from L2 are in flight together.
+  constexpr int kTokPerWarp = kChunk / Tr::kWarps;
+  float vv[kTokPerWarp][kDim / 32];
+#pragma unroll
+  for (int j = 0; j < kTokPerWarp; ++j) {
+    const int t = warp + Tr::kWarps * j;
+#pragma unroll
+    for (int c = 0; c < kDim / 32; ++c) {
+      vv[j][c] = t < len ? Bf16(a.v[((t0 + t) * H + h) * kDim + lane + 32 * c]) : 0.f;
     }
-    for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
-    s = WarpSum(s);
-    if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
+  }
+#pragma unroll
+  for (int j = 0; j < kTokPerWarp; ++j) {
+    const int t = warp + Tr::kWarps * j;
+    if (t < len) {  // warp-uniform
+      float s = 0.f;
+#pragma unroll
+      for (int c = 0; c < kDim / 32; ++c) {
+        const int col = lane + 32 * c;
+        s = fmaf(sm.bufu[t][col], vv[j][c], s);
+        s = fmaf(sm.bufw[t][col], KhAt(sm, t, col) * expf(sm.G[t][col]), s);
+      }
+      for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
+      s = WarpSum(s);
+      if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
+    }
   }
 
   // The decayed pair terms of A and M (strictly off the diagonal) and M's diagonal elementwise:
@@ -1035,12 +1132,14 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       pal = fmaf(x, dx, pal);
     }
   }
-  sm.part[0][tq][kc] = pdt;
-  sm.part[1][tq][kc] = pal;
+  // bufu's last readers (the cumsums) finished before the barrier above the epilogue.
+  auto& part = *reinterpret_cast<float(*)[2][Tr::kTq][kDim]>(&sm.bufu[0][0]);
+  part[0][tq][kc] = pdt;
+  part[1][tq][kc] = pal;
   __syncthreads();
   if (tid < kPartials) {
     const int w = tid / kDim, k = tid % kDim;
-    part_out[tid] = ((sm.part[w][0][k] + sm.part[w][1][k]) + sm.part[w][2][k]) + sm.part[w][3][k];
+    part_out[tid] = ((part[w][0][k] + part[w][1][k]) + part[w][2][k]) + part[w][3][k];
   }
 }
 

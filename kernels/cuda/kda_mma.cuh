@@ -22,13 +22,24 @@ __device__ __forceinline__ void Split(float x, uint16_t* hi, uint16_t* lo) {
   *lo = ToBf16(x - __bfloat162float(h));
 }
 
-// The same for a pair, packed as an mma operand register (x0 in the low half).
+// Two floats rounded to BF16 (nearest even) and packed, x0 in the low half: one paired
+// conversion (F2FP), where two scalar conversions and the packing took ~5 instructions and two
+// conversion-pipe slots.
+__device__ __forceinline__ uint32_t PackBf16x2(float x0, float x1) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  return reinterpret_cast<const uint32_t&>(h);
+}
+// The halves of a packed BF16 pair widened to FP32 (exact): a shift and a mask.
+__device__ __forceinline__ float LowBf16(uint32_t x) { return __uint_as_float(x << 16); }
+__device__ __forceinline__ float HighBf16(uint32_t x) { return __uint_as_float(x & 0xffff0000u); }
+
+// Split for a pair, packed as an mma operand register (x0 in the low half): bitwise the values of
+// two Split calls, with one paired conversion per part (the splits were the kernels' main use of
+// the conversion pipe: ncu showed it the busiest pipe of the chunked backward's per-chunk kernel).
 __device__ __forceinline__ void SplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
-  uint16_t h0, l0, h1, l1;
-  Split(x0, &h0, &l0);
-  Split(x1, &h1, &l1);
-  *hi = uint32_t(h0) | (uint32_t(h1) << 16);
-  *lo = uint32_t(l0) | (uint32_t(l1) << 16);
+  const uint32_t h = PackBf16x2(x0, x1);
+  *hi = h;
+  *lo = PackBf16x2(x0 - LowBf16(h), x1 - HighBf16(h));
 }
 
 #ifdef CAKEGRAD_KDA_HOST_EMU
@@ -125,17 +136,17 @@ __device__ __forceinline__ void LoadBSplitT(const float* base, int ld, int n0, i
 
 // x = hi + mid + lo in three BF16 parts (24 significant bits: FP32 up to the last bit or so),
 // for a pair packed as mma operand registers (x0 in the low halves).
+// Three paired conversions (bitwise the values of the earlier ten scalar ones: rounding an
+// already-BF16 value again was exact).
 __device__ __forceinline__ void Split3Pair(float x0, float x1, uint32_t* hi, uint32_t* mid,
                                            uint32_t* lo) {
-  const float h0 = __bfloat162float(__float2bfloat16_rn(x0));
-  const float h1 = __bfloat162float(__float2bfloat16_rn(x1));
-  const float r0 = x0 - h0, r1 = x1 - h1;  // exact
-  const float m0 = __bfloat162float(__float2bfloat16_rn(r0));
-  const float m1 = __bfloat162float(__float2bfloat16_rn(r1));
-  auto pack = [](float a, float b) { return uint32_t(ToBf16(a)) | (uint32_t(ToBf16(b)) << 16); };
-  *hi = pack(h0, h1);
-  *mid = pack(m0, m1);
-  *lo = pack(r0 - m0, r1 - m1);  // r - m exact; its BF16 rounding is the split's only loss
+  const uint32_t h = PackBf16x2(x0, x1);
+  const float r0 = x0 - LowBf16(h), r1 = x1 - HighBf16(h);  // exact
+  const uint32_t m = PackBf16x2(r0, r1);
+  *hi = h;
+  *mid = m;
+  // r - m exact; its BF16 rounding is the split's only loss
+  *lo = PackBf16x2(r0 - LowBf16(m), r1 - HighBf16(m));
 }
 
 // LoadASplit / LoadBSplit / LoadBSplitT with three parts (Split3Pair): hi and mid are exactly
@@ -168,6 +179,38 @@ __device__ __forceinline__ void LoadBSplitT3(const float* base, int ld, int n0, 
   const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
   Split3Pair(x0.x, x0.y, &hi[0], &mid[0], &lo[0]);
   Split3Pair(x1.x, x1.y, &hi[1], &mid[1], &lo[1]);
+}
+
+// The loads of LoadBSplitT / LoadBSplit alone, and the splits alone, so that a loop can load the
+// next step's operands from L2 before this step's products (software prefetch): x[0 .. 3] are the
+// values LoadBSplitT (LoadBSplit) reads, in the order they pair into the two registers.
+__device__ __forceinline__ void LoadBRawT(const float* base, int ld, int n0, int k0,
+                                          float (&x)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+  const float2 x0 = *reinterpret_cast<const float2*>(p);
+  const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
+  x[0] = x0.x;
+  x[1] = x0.y;
+  x[2] = x1.x;
+  x[3] = x1.y;
+}
+__device__ __forceinline__ void LoadBRaw(const float* base, int ld, int k0, int n0, float (&x)[4]) {
+  const int lane = threadIdx.x & 31;
+  const float* p = base + (k0 + 2 * (lane & 3)) * ld + n0 + (lane >> 2);
+  x[0] = p[0];
+  x[1] = p[ld];
+  x[2] = p[8 * ld];
+  x[3] = p[9 * ld];
+}
+__device__ __forceinline__ void SplitB(const float (&x)[4], uint32_t (&hi)[2], uint32_t (&lo)[2]) {
+  SplitPair(x[0], x[1], &hi[0], &lo[0]);
+  SplitPair(x[2], x[3], &hi[1], &lo[1]);
+}
+__device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], uint32_t (&mid)[2],
+                                        uint32_t (&lo)[2]) {
+  Split3Pair(x[0], x[1], &hi[0], &mid[0], &lo[0]);
+  Split3Pair(x[2], x[3], &hi[1], &mid[1], &lo[1]);
 }
 
 // BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).

@@ -626,6 +626,9 @@ TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CUDA_ASSERT_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   pr.ws.Fill(0x3C);
   pr.Poison();
+  // cudaMemset runs on the legacy stream, asynchronously to the host, and a non-blocking stream
+  // does not wait for it: without this the fills can land during or after the run below.
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
   RunBoth(pr, stream);
   EXPECT_TRUE(pr.Snapshot() == first) << "another stream";
 
@@ -641,6 +644,7 @@ TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   for (int rep = 0; rep < 2; ++rep) {
     pr.ws.Fill(static_cast<uint8_t>(0x11 * (rep + 3)));
     pr.Poison();
+    CUDA_ASSERT_OK(cudaDeviceSynchronize());  // the fills before the replay (see above)
     CUDA_ASSERT_OK(cudaGraphLaunch(exec, stream));
     CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
     EXPECT_TRUE(pr.Snapshot() == first) << "graph replay " << rep;
@@ -717,6 +721,9 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
   CUDA_ASSERT_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   pr.ws.Fill(0x3C);
   pr.Poison();
+  // cudaMemset runs on the legacy stream, asynchronously to the host, and a non-blocking stream
+  // does not wait for it: without this the fills can land during or after the run below.
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
   RunBothChunked(pr, stream);
   EXPECT_TRUE(pr.Snapshot() == first) << "another stream";
 
@@ -732,6 +739,7 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
   for (int rep = 0; rep < 2; ++rep) {
     pr.ws.Fill(static_cast<uint8_t>(0x11 * (rep + 3)));
     pr.Poison();
+    CUDA_ASSERT_OK(cudaDeviceSynchronize());  // the fills before the replay (see above)
     CUDA_ASSERT_OK(cudaGraphLaunch(exec, stream));
     CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
     EXPECT_TRUE(pr.Snapshot() == first) << "graph replay " << rep;

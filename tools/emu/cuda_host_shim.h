@@ -12,6 +12,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -88,6 +89,10 @@ inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& bo
     for (unsigned y = 0; y < std::max(1u, grid.y); ++y)
       for (unsigned x = 0; x < std::max(1u, grid.x); ++x) {
         blockIdx = {x, y, z};
+        // EMU_SMEM_FILL=<byte>: shared memory refilled before every block, so a read of a word
+        // no thread of the block wrote shows up as a change of the outputs between two fills.
+        if (const char* f = std::getenv("EMU_SMEM_FILL"))
+          std::memset(g_dyn_smem, std::atoi(f), sizeof(g_dyn_smem));
         std::barrier<> bar(threads);
         g_block_bar = &bar;
         g_warp_bar.clear();
