@@ -2,6 +2,7 @@
 # One device call that checks a KDA kernel candidate built here and packed by
 # tools/gpu/package_for_gpu.sh (carry [".carry/gpu", "client/python/cakegrad/v1"]); logs in $OUT.
 #   bash tools/gpu/run_kda_candidate.sh check   # suite, dA_log tail, daemon, bench, prep instances
+#   bash tools/gpu/run_kda_candidate.sh tails     # the dA_log tail repeats, memcheck, racecheck
 #   bash tools/gpu/run_kda_candidate.sh sanitize  # memcheck + racecheck of both backwards, ncu
 # Every step has its own timeout inside the call's budget (BUDGET, default 570 s); a step that
 # no longer fits is reported SKIPPED, so a cut-short call still says what ran.
@@ -36,24 +37,27 @@ step() { # step NAME TIMEOUT CMD...: runs CMD under timeout if enough time is le
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 } | tee "$OUT/env.txt"
 CHK='Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/B1_T200_H2_noinit'
+# The dA_log tails of the chunked backward, 150 fresh draws each: (1, 200, 2) without initial
+# state (1 draw over 1e-4 on the fourth session's kernels, 0 since the FP32 Uv re-solve) and
+# (2, 65, 1) (9 draws over on 248021b's); the sequential backward beside them.
+tails() {
+  for c in B1_T200_H2_noinit B2_T65_H1; do
+    step "dalog_$c" 60 "$T" --gtest_repeat=150 \
+      --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$c:Shapes/KdaKernelsAccuracy.MatchesFp64Reference/$c"
+    for tag in "kda chunked bwd" "kda \]"; do
+      echo "$c [$tag] dA_log over 1e-4: $(grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" |
+        grep -o "rel-L2 [0-9.e+-]*" | awk '$2 > 1e-4' | wc -l) of $(grep -ch "$tag.*dA_log" \
+        "$OUT/dalog_$c.log"), worst $(grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" |
+        grep -o "rel-L2 [0-9.e+-]*" | awk '{print $2}' | sort -g | tail -1)"
+    done
+  done
+}
 case "${1:-check}" in
   check)
     # Whole suite: sequential (default) and chunked backward against FP64, forwards, determinism.
     step all 170 "$T"
     grep -hE "kda chunked bwd.*(dA_log|ddt_bias|dinitial)" "$OUT/all.log" | sort -k8 -g | tail -4
-    # The dA_log tails of the chunked backward, 150 fresh draws each: (1, 200, 2) without initial
-    # state (1 draw over 1e-4 on the fourth session's kernels, 0 since the FP32 Uv re-solve) and
-    # (2, 65, 1) (9 draws over on 248021b's); the sequential backward beside them.
-    for c in B1_T200_H2_noinit B2_T65_H1; do
-      step "dalog_$c" 60 "$T" --gtest_repeat=150 \
-        --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$c:Shapes/KdaKernelsAccuracy.MatchesFp64Reference/$c"
-      for tag in "kda chunked bwd" "kda \]"; do
-        echo "$c [$tag] dA_log over 1e-4: $(grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" |
-          grep -o "rel-L2 [0-9.e+-]*" | awk '$2 > 1e-4' | wc -l) of $(grep -ch "$tag.*dA_log" \
-          "$OUT/dalog_$c.log"), worst $(grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" |
-          grep -o "rel-L2 [0-9.e+-]*" | awk '{print $2}' | sort -g | tail -1)"
-      done
-    done
+    tails
     step daemon 90 "$D/cakegrad_gpu_daemon_tests"
     step bench 90 "$B"
     grep -E "median" "$OUT/bench.log" | head -20
@@ -64,6 +68,13 @@ case "${1:-check}" in
     step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
       --gtest_filter='KdaKernels.Sanitize*'
     step mhc 60 "$D/cakegrad_gpu_mhc_tests"
+    ;;
+  tails)  # the dA_log tails and both sanitizers only
+    tails
+    step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
+      --gtest_filter='KdaKernels.Sanitize*'
+    step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$T" \
+      --gtest_filter='KdaKernels.Sanitize*'
     ;;
   sanitize)  # and where the chunked backward spends its time at (1, 32768, 16)
     # A longer dA_log tail study of the chunked backward alone: 1000 fresh draws.
