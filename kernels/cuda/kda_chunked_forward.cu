@@ -903,7 +903,7 @@ Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream
 }
 
 // The preparation's 16-warp instance: 32 warps per SM at <= 64 registers. On the H200 (fifth
-// session, kda_h200.md) it beat the 8- and 12-warp instances by 3-4% at every bench shape, with
+// session, kda_h200.md) it beat the 8- and 12-warp instances by 2-4% at every bench shape, with
 // bitwise the same records; the kernel is latency-bound, so more warps hide more of it.
 constexpr int kPrepThreads = 512;
 
