@@ -110,7 +110,7 @@ def mm3(a, b):
 
 
 def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32", part="f32",
-                  dglsum=None, prep="f32", up=(), dec="f32", wu_grad=False):
+                  dglsum=None, prep="f32", up=(), dec="f32", wu_grad=False, gmm=()):
     """dA_log [H] and ddt_bias [H, D] of the chunked backward under the knobs (module doc)."""
     T, H = d["T"], d["H"]
     J = -(-T // C)
@@ -188,7 +188,8 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
         Uv = torch.linalg.solve_triangular(eye + A, Vb, upper=False, unitriangular=True)
         mul = lambda a, b: a.to(Gf.dtype) @ b.to(Gf.dtype)  # noqa: E731
     gC = ex(GC).to(F64)                                      # [H,J,1,D]
-    S = torch.zeros(H, D, D, dtype=F64)
+    S_init = d["s0"] if "s0" in d else torch.zeros(H, D, D, dtype=F64)  # FP32 values
+    S = S_init.clone()
     S0 = torch.empty(H, J, D, D, dtype=F64)
     for j in range(J):
         S0[:, j] = S.to(F32).to(F64)                                # FP32 checkpoints
@@ -204,7 +205,7 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     if fwd == "f64" and rec == "f64":
         UvR, gcR = Uv, gC
         S0 = torch.empty(H, J, D, D, dtype=F64)
-        S = torch.zeros(H, D, D, dtype=F64)
+        S = S_init.clone()
         for j in range(J):
             S0[:, j] = S
             S = S * gC[:, j] + tr(Uv[:, j] - W[:, j] @ tr(S)) @ Kdec[:, j]
@@ -230,6 +231,8 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
         # forward substitution in the pass's precision) instead of the BF16x3 record values
         Eg0 = ex((Gg.unsqueeze(-2) - Gg.unsqueeze(-3)).clamp(max=0))
         P0 = tril(torch.einsum("hjtk,hjik,hjtik->hjti", kh, kh, Eg0), -1)
+        if "P" in gmm:
+            P0 = _p_bf16x3(kh, Gg, ex, wd)
         L0 = torch.eye(C, dtype=wd) + btg.unsqueeze(-1) * P0
         nW = -torch.linalg.solve_triangular(L0, btg.unsqueeze(-1) * kh * ex(Gg), upper=False,
                                             unitriangular=True)
@@ -239,15 +242,16 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
             nW = c(negW)
         elif wu_grad == "w":
             Uvg = c(UvR)
-    U = Uvg + nW @ tr(S0g)
-    dU = SCALE * tr(Mg) @ dog + Kd @ tr(dS1g)
+    g3 = lambda cls: (lambda a, b: mm3(a, b).to(wd)) if cls in gmm else (lambda a, b: a @ b)  # noqa: E731
+    U = Uvg + g3("U")(nW, tr(S0g))
+    dU = SCALE * tr(Mg) @ dog + g3("dUs")(Kd, tr(dS1g))
     GCg = Gg[..., C - 1:C, :]
     z = ex(GCg) * (dS1g * S0g).sum(-2).unsqueeze(-2)         # [H,J,1,D]
     gam = ex(Gg)
     dqg = SCALE * (dog @ S0g)
     dqh = gam * dqg
     X = (qh * gam) * dqg
-    dW = -(dU @ S0g)
+    dW = -g3("dW")(dU, S0g)
     dKdec = U @ dS1g
     decf = ex(GCg - Gg)
     dkh = decf * dKdec
@@ -255,6 +259,8 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     dM = SCALE * tril(dog @ tr(U))
     Eg = ex((Gg.unsqueeze(-2) - Gg.unsqueeze(-3)).clamp(max=0))   # e(t, i), i <= t
     P = tril(torch.einsum("hjtk,hjik,hjtik->hjti", kh, kh, Eg), -1)
+    if "P" in gmm:
+        P = _p_bf16x3(kh, Gg, ex, wd)
     Ag = btg.unsqueeze(-1) * P
     eye = torch.eye(C, dtype=wd)
     dKb = torch.linalg.solve_triangular(tr(eye + Ag), dW, upper=True, unitriangular=True)
@@ -282,6 +288,19 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     pal = (x.to(pd) * dx.to(pd)).sum(-2).to(F64)                    # [H,J,D] per chunk, channel
     pdt = (ea.to(wd).to(pd) * dx.to(pd)).sum(-2).to(F64)
     return pal.sum((1, 2)), pdt.sum(1), (x.to(F64) * dx.to(F64))
+
+
+def _p_bf16x3(kh, G, ex, wd):
+    """P as the per-chunk kernel: per 16-row sub-chunk, rows kh_t exp(G_t - r_J) times columns
+    kh_i exp(r_J - G_i) in BF16x3 (rk_t rk_i in kh here: FP32 either way)."""
+    P = torch.zeros(*kh.shape[:-1], C, dtype=F64)
+    tr = lambda x: x.transpose(-1, -2)  # noqa: E731
+    for jb in range(C // 16):
+        rows, cols = slice(16 * jb, 16 * jb + 16), slice(0, 16 * jb + 16)
+        r = G[..., 16 * jb:16 * jb + 1, :]
+        P[..., rows, cols] = mm3(kh[..., rows, :] * ex(G[..., rows, :] - r),
+                                 tr(kh[..., cols, :] * ex(r - G[..., cols, :])))
+    return torch.tril(P, -1).to(wd)
 
 
 def _seq_excl_cumsum(y):
