@@ -82,6 +82,15 @@ CONFIGS = [
     ("main + W, state FP32 + decays exact + per-chunk FP32",
      dict(wu_grad="uv", up=("wu", "state"), dec="exact")),
     ("main + fwd f32 + decays exact + per-chunk FP32", dict(wu_grad="uv", fwd="f32", dec="exact")),
+    # 22-25: which kernel needs which piece
+    ("main + W, state FP32 (record-split W, Kdec) + decays exact",
+     dict(KERNEL, up=("wu", "state"), dec="exact", state_rec=True)),
+    ("main + W, state FP32 + decays exact in preparation / state only",
+     dict(KERNEL, up=("wu", "state"), dec="fwd")),
+    ("main + W, state FP32 + decays exact in the per-chunk pass only",
+     dict(KERNEL, up=("wu", "state"), dec="grad")),
+    ("main + W, state FP32 (record-split) + decays exact + per-chunk FP32",
+     dict(wu_grad="uv", up=("wu", "state"), dec="exact", state_rec=True)),
 ]
 
 

@@ -20,6 +20,10 @@ Knobs (each a stage of the device pipeline; "f32" = what the kernels do today):
   chain the reverse chain (dS1 stored FP32 anyway)
   grad  arithmetic of the per-chunk pass
   part  the per-chunk, per-channel partial sums of x dx ('f32' today; FP64 reduce after)
+  dec   'exact': every decay exp(G_a - G_b) from the exact G (FP64 cumsum of the FP32 gates),
+        rounded once; 'fwd' / 'grad': in that stage only (preparation and state pass / per-chunk)
+  gmm   the per-chunk pass's BF16x3 products (names U, dUs, dW, P); others FP32
+  state_rec  the state pass reads -W and Kdec as the record stores them (BF16 hi + lo)
 Usage: ~/.cache/cakegrad/python-venv/bin/python bench/kda_dalog_tail_study.py [draws]
 """
 
@@ -110,7 +114,8 @@ def mm3(a, b):
 
 
 def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32", part="f32",
-                  dglsum=None, prep="f32", up=(), dec="f32", wu_grad=False, gmm=()):
+                  dglsum=None, prep="f32", up=(), dec="f32", wu_grad=False, gmm=(),
+                  state_rec=False):
     """dA_log [H] and ddt_bias [H, D] of the chunked backward under the knobs (module doc)."""
     T, H = d["T"], d["H"]
     J = -(-T // C)
@@ -137,12 +142,12 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     bt = torch.sigmoid(f(beta)) * f(valid)
     Gd = cum_gate(gl.to(F64), G) if prep == "f32" else torch.cumsum(gl, -2)
 
-    def stage(wd):
+    def stage(wd, which):
         # dec "exact": the stage's decay factors exp(G_a - G_b) from the exact G (FP64), rounded
         # to the stage's precision once: G's FP32 representation error (ulp(|G|) ~ 8e-6 at
         # |G| ~ 100) leaves the decays; every other operation stays as it was.
         c = lambda x: x.to(wd)  # noqa: E731
-        Gs = torch.cumsum(gl.to(F64), -2) if dec == "exact" else c(Gd)
+        Gs = torch.cumsum(gl.to(F64), -2) if dec in ("exact", which) else c(Gd)
         return dict(qh=c(f(q) * rq), kh=c(f(k) * rk), bt=c(bt), G=Gs, v=c(v), do=c(do),
                     ex=lambda x: torch.exp(x).to(wd))
 
@@ -150,7 +155,7 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     tr = lambda x: x.transpose(-1, -2)  # noqa: E731
 
     # -- forward preparation (records) and the checkpoint state pass --------------------------
-    s = stage(F64 if fwd == "f64" else F32)
+    s = stage(F64 if fwd == "f64" else F32, "fwd")
     Gf, ex = s["G"], s["ex"]
     GC = Gf[..., C - 1:C, :]
     Gam = ex(Gf)
@@ -193,10 +198,13 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     S0 = torch.empty(H, J, D, D, dtype=F64)
     for j in range(J):
         S0[:, j] = S.to(F32).to(F64)                                # FP32 checkpoints
-        Uj = (Uv[:, j].to(F64) - mul(W[:, j], tr(S)).to(F64))
+        # state_rec: the state pass reads -W and Kdec from the record (BF16 hi + lo), as the kernel
+        Wj = split16(W[:, j]) if state_rec else W[:, j]
+        Kdj = split16(Kdec[:, j]) if state_rec else Kdec[:, j]
+        Uj = (Uv[:, j].to(F64) - mul(Wj, tr(S)).to(F64))
         if fwd != "f64":
             Uj = Uj.to(F32)
-            S = (S.to(F32) * gC[:, j].to(F32) + mul(tr(Uj), Kdec[:, j]).to(F32)).to(F64)
+            S = (S.to(F32) * gC[:, j].to(F32) + mul(tr(Uj), Kdj).to(F32)).to(F64)
         else:
             S = S * gC[:, j] + tr(Uj) @ Kdec[:, j]
     rnd = {"split": split16, "f32": lambda x: x.to(F32).to(F64), "f64": lambda x: x.to(F64)}[rec]
@@ -223,7 +231,7 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
 
     # -- the per-chunk pass -------------------------------------------------------------
     wd = DT[grad]
-    s = stage(wd)
+    s = stage(wd, "grad")
     c = lambda x: x.to(wd)  # noqa: E731
     Gg, qh, kh, btg, dog, ex = s["G"], s["qh"], s["kh"], s["bt"], s["do"], s["ex"]
     nW, Uvg, Kd, Mg, S0g, dS1g = (c(x) for x in (negW, UvR, KdecR, MR, S0, dS1))
