@@ -20,6 +20,10 @@ Knobs (each a stage of the device pipeline; "f32" = what the kernels do today):
   chain the reverse chain (dS1 stored FP32 anyway)
   grad  arithmetic of the per-chunk pass
   part  the per-chunk, per-channel partial sums of x dx ('f32' today; FP64 reduce after)
+  dec   'exact': every decay exp(G_a - G_b) from the exact G (FP64 cumsum of the FP32 gates),
+        rounded once; 'fwd' / 'grad': in that stage only (preparation and state pass / per-chunk)
+  gmm   the per-chunk pass's BF16x3 products (names U, dUs, dW, P); others FP32
+  state_rec  the state pass reads -W and Kdec as the record stores them (BF16 hi + lo)
 Usage: ~/.cache/cakegrad/python-venv/bin/python bench/kda_dalog_tail_study.py [draws]
 """
 
@@ -110,7 +114,8 @@ def mm3(a, b):
 
 
 def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32", part="f32",
-                  dglsum=None, prep="f32", up=(), dec="f32", wu_grad=False):
+                  dglsum=None, prep="f32", up=(), dec="f32", wu_grad=False, gmm=(),
+                  state_rec=False):
     """dA_log [H] and ddt_bias [H, D] of the chunked backward under the knobs (module doc)."""
     T, H = d["T"], d["H"]
     J = -(-T // C)
@@ -137,12 +142,12 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     bt = torch.sigmoid(f(beta)) * f(valid)
     Gd = cum_gate(gl.to(F64), G) if prep == "f32" else torch.cumsum(gl, -2)
 
-    def stage(wd):
+    def stage(wd, which):
         # dec "exact": the stage's decay factors exp(G_a - G_b) from the exact G (FP64), rounded
         # to the stage's precision once: G's FP32 representation error (ulp(|G|) ~ 8e-6 at
         # |G| ~ 100) leaves the decays; every other operation stays as it was.
         c = lambda x: x.to(wd)  # noqa: E731
-        Gs = torch.cumsum(gl.to(F64), -2) if dec == "exact" else c(Gd)
+        Gs = torch.cumsum(gl.to(F64), -2) if dec in ("exact", which) else c(Gd)
         return dict(qh=c(f(q) * rq), kh=c(f(k) * rk), bt=c(bt), G=Gs, v=c(v), do=c(do),
                     ex=lambda x: torch.exp(x).to(wd))
 
@@ -150,7 +155,7 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     tr = lambda x: x.transpose(-1, -2)  # noqa: E731
 
     # -- forward preparation (records) and the checkpoint state pass --------------------------
-    s = stage(F64 if fwd == "f64" else F32)
+    s = stage(F64 if fwd == "f64" else F32, "fwd")
     Gf, ex = s["G"], s["ex"]
     GC = Gf[..., C - 1:C, :]
     Gam = ex(Gf)
@@ -188,14 +193,18 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
         Uv = torch.linalg.solve_triangular(eye + A, Vb, upper=False, unitriangular=True)
         mul = lambda a, b: a.to(Gf.dtype) @ b.to(Gf.dtype)  # noqa: E731
     gC = ex(GC).to(F64)                                      # [H,J,1,D]
-    S = torch.zeros(H, D, D, dtype=F64)
+    S_init = d["s0"] if "s0" in d else torch.zeros(H, D, D, dtype=F64)  # FP32 values
+    S = S_init.clone()
     S0 = torch.empty(H, J, D, D, dtype=F64)
     for j in range(J):
         S0[:, j] = S.to(F32).to(F64)                                # FP32 checkpoints
-        Uj = (Uv[:, j].to(F64) - mul(W[:, j], tr(S)).to(F64))
+        # state_rec: the state pass reads -W and Kdec from the record (BF16 hi + lo), as the kernel
+        Wj = split16(W[:, j]) if state_rec else W[:, j]
+        Kdj = split16(Kdec[:, j]) if state_rec else Kdec[:, j]
+        Uj = (Uv[:, j].to(F64) - mul(Wj, tr(S)).to(F64))
         if fwd != "f64":
             Uj = Uj.to(F32)
-            S = (S.to(F32) * gC[:, j].to(F32) + mul(tr(Uj), Kdec[:, j]).to(F32)).to(F64)
+            S = (S.to(F32) * gC[:, j].to(F32) + mul(tr(Uj), Kdj).to(F32)).to(F64)
         else:
             S = S * gC[:, j] + tr(Uj) @ Kdec[:, j]
     rnd = {"split": split16, "f32": lambda x: x.to(F32).to(F64), "f64": lambda x: x.to(F64)}[rec]
@@ -204,7 +213,7 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     if fwd == "f64" and rec == "f64":
         UvR, gcR = Uv, gC
         S0 = torch.empty(H, J, D, D, dtype=F64)
-        S = torch.zeros(H, D, D, dtype=F64)
+        S = S_init.clone()
         for j in range(J):
             S0[:, j] = S
             S = S * gC[:, j] + tr(Uv[:, j] - W[:, j] @ tr(S)) @ Kdec[:, j]
@@ -222,7 +231,7 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
 
     # -- the per-chunk pass -------------------------------------------------------------
     wd = DT[grad]
-    s = stage(wd)
+    s = stage(wd, "grad")
     c = lambda x: x.to(wd)  # noqa: E731
     Gg, qh, kh, btg, dog, ex = s["G"], s["qh"], s["kh"], s["bt"], s["do"], s["ex"]
     nW, Uvg, Kd, Mg, S0g, dS1g = (c(x) for x in (negW, UvR, KdecR, MR, S0, dS1))
@@ -230,6 +239,8 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
         # forward substitution in the pass's precision) instead of the BF16x3 record values
         Eg0 = ex((Gg.unsqueeze(-2) - Gg.unsqueeze(-3)).clamp(max=0))
         P0 = tril(torch.einsum("hjtk,hjik,hjtik->hjti", kh, kh, Eg0), -1)
+        if "P" in gmm:
+            P0 = _p_bf16x3(kh, Gg, ex, wd)
         L0 = torch.eye(C, dtype=wd) + btg.unsqueeze(-1) * P0
         nW = -torch.linalg.solve_triangular(L0, btg.unsqueeze(-1) * kh * ex(Gg), upper=False,
                                             unitriangular=True)
@@ -239,15 +250,16 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
             nW = c(negW)
         elif wu_grad == "w":
             Uvg = c(UvR)
-    U = Uvg + nW @ tr(S0g)
-    dU = SCALE * tr(Mg) @ dog + Kd @ tr(dS1g)
+    g3 = lambda cls: (lambda a, b: mm3(a, b).to(wd)) if cls in gmm else (lambda a, b: a @ b)  # noqa: E731
+    U = Uvg + g3("U")(nW, tr(S0g))
+    dU = SCALE * tr(Mg) @ dog + g3("dUs")(Kd, tr(dS1g))
     GCg = Gg[..., C - 1:C, :]
     z = ex(GCg) * (dS1g * S0g).sum(-2).unsqueeze(-2)         # [H,J,1,D]
     gam = ex(Gg)
     dqg = SCALE * (dog @ S0g)
     dqh = gam * dqg
     X = (qh * gam) * dqg
-    dW = -(dU @ S0g)
+    dW = -g3("dW")(dU, S0g)
     dKdec = U @ dS1g
     decf = ex(GCg - Gg)
     dkh = decf * dKdec
@@ -255,6 +267,8 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     dM = SCALE * tril(dog @ tr(U))
     Eg = ex((Gg.unsqueeze(-2) - Gg.unsqueeze(-3)).clamp(max=0))   # e(t, i), i <= t
     P = tril(torch.einsum("hjtk,hjik,hjtik->hjti", kh, kh, Eg), -1)
+    if "P" in gmm:
+        P = _p_bf16x3(kh, Gg, ex, wd)
     Ag = btg.unsqueeze(-1) * P
     eye = torch.eye(C, dtype=wd)
     dKb = torch.linalg.solve_triangular(tr(eye + Ag), dW, upper=True, unitriangular=True)
@@ -282,6 +296,19 @@ def chunked_dalog(d, G="f32", rec="split", fwd="bf16x3", chain="f32", grad="f32"
     pal = (x.to(pd) * dx.to(pd)).sum(-2).to(F64)                    # [H,J,D] per chunk, channel
     pdt = (ea.to(wd).to(pd) * dx.to(pd)).sum(-2).to(F64)
     return pal.sum((1, 2)), pdt.sum(1), (x.to(F64) * dx.to(F64))
+
+
+def _p_bf16x3(kh, G, ex, wd):
+    """P as the per-chunk kernel: per 16-row sub-chunk, rows kh_t exp(G_t - r_J) times columns
+    kh_i exp(r_J - G_i) in BF16x3 (rk_t rk_i in kh here: FP32 either way)."""
+    P = torch.zeros(*kh.shape[:-1], C, dtype=F64)
+    tr = lambda x: x.transpose(-1, -2)  # noqa: E731
+    for jb in range(C // 16):
+        rows, cols = slice(16 * jb, 16 * jb + 16), slice(0, 16 * jb + 16)
+        r = G[..., 16 * jb:16 * jb + 1, :]
+        P[..., rows, cols] = mm3(kh[..., rows, :] * ex(G[..., rows, :] - r),
+                                 tr(kh[..., cols, :] * ex(r - G[..., cols, :])))
+    return torch.tril(P, -1).to(wd)
 
 
 def _seq_excl_cumsum(y):

@@ -43,21 +43,25 @@ static double RelL2(const std::vector<double>& a, const std::vector<double>& b) 
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// Usage: kda_dalog_repeat_emu T H seed0 count [fp64|kernels]
-// Test draws (tests/gpu/kda_kernels_test.cu MakeHost, no initial state): q k v g beta dO BF16
-// N(0,1), A_log U(-1,1), dt_bias N(0,0.5), dfinal_state N(0,1); scale 1/sqrt(128), lb -5.
+// Usage: kda_dalog_repeat_emu T H seed0 count [fp64|kernels] [B] [init]
+// Test draws (tests/gpu/kda_kernels_test.cu MakeHost): q k v g beta dO BF16 N(0,1), A_log
+// U(-1,1), dt_bias N(0,0.5), initial_state N(0,0.1) (with "init"), dfinal_state N(0,1); scale
+// 1/sqrt(128), lb -5. B > 1: B documents of T tokens without cu_seqlens, as the test's
+// B2_T65_H1 (Shape::lens empty), one dA_log per head summed over them.
 int main(int argc, char** argv) {
   const int64_t T = std::atoll(argv[1]), H = std::atoll(argv[2]);
   const uint64_t seed0 = std::atoll(argv[3]);
   const int count = std::atoi(argv[4]);
   const bool use_kernels = !(argc > 5 && std::strcmp(argv[5], "fp64") == 0);
+  const int64_t B = argc > 6 ? std::atoll(argv[6]) : 1;
+  const bool with_init = argc > 7 && std::strcmp(argv[7], "init") == 0;
   for (int rep = 0; rep < count; ++rep) {
     std::mt19937_64 rng(seed0 + rep);
     std::normal_distribution<double> nd(0.0, 1.0);
     std::uniform_real_distribution<double> ud(-1.0, 1.0);
     R::Problem p;
-    p.cu = {0, T};
-    const int64_t tok = T, N = 1;
+    const int64_t tok = B * T, N = B;
+    for (int64_t d = 0; d <= N; ++d) p.cu.push_back(d * T);
     p.total_tokens = tok;
     p.H = H;
     const int64_t n = tok * H * 128;
@@ -79,9 +83,9 @@ int main(int argc, char** argv) {
     for (auto& e : p.A_log) e = double(float(ud(rng)));
     fill(&p.dt_bias, H * 128, 0, 0.5, false);
     fill(&dfinal, N * H * 128 * 128, 0, 1.0, false);
+    if (with_init) fill(&p.s0, N * H * 128 * 128, 0, 0.1, false);
     p.scale = double(float(1.0 / std::sqrt(128.0)));
     p.lower_bound = -5.0;
-    const bool with_init = false;
     R::Grads exact;
     R::Backward(p, d_o, dfinal, &exact);
     // Device-side buffers (host memory here).
@@ -106,9 +110,9 @@ int main(int argc, char** argv) {
     std::vector<float> s0f = f32(p.s0);
     if (use_kernels) {
       kda_cuda::FwdArgs f{};
-      f.s.cu_seqlens = cu.data();
+      f.s.cu_seqlens = B > 1 ? nullptr : cu.data();
       f.s.is_int64 = 1;
-      f.s.T = tok;
+      f.s.T = B > 1 ? T : tok;
       f.s.total_tokens = tok;
       f.s.H = H;
       f.s.N = N;
@@ -179,9 +183,9 @@ int main(int argc, char** argv) {
     std::vector<float> dA(H, NAN), ddt(H * 128, NAN), dinit(N * H * 16384, NAN);
     uint32_t status = 0;
     kda_cuda::ChunkBwdArgs b{};
-    b.s.cu_seqlens = cu.data();
+    b.s.cu_seqlens = B > 1 ? nullptr : cu.data();
     b.s.is_int64 = 1;
-    b.s.T = tok;
+    b.s.T = B > 1 ? T : tok;
     b.s.total_tokens = tok;
     b.s.H = H;
     b.s.N = N;

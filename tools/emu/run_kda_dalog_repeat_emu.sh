@@ -2,7 +2,9 @@
 # dA_log over repeated fresh draws (tools/emu/kda_dalog_repeat_emu.cc): the chunked backward's
 # kernels run on the host (as run_kda_chunked_backward_emu.sh) against the FP64 reference.
 # Usage (repo root): KERNEL=path/to/kda_chunked_backward.cu OUT=dir \
-#   bash tools/emu/run_kda_dalog_repeat_emu.sh T H seed0 count [kernels|fp64]
+#   bash tools/emu/run_kda_dalog_repeat_emu.sh T H seed0 count [kernels|fp64] [B] [init]
+# The test's B2_T65_H1 (two 65-token documents, initial state): ... 65 1 seed0 count kernels 2 init
+# (~10-17 s per draw on the 2-core development machine).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 out=${OUT:-/tmp/kda_dalog_emu}
