@@ -319,7 +319,12 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   __syncthreads();  // the factors are consumed before the next sub-chunk's pass overwrites them
 }
 
-template <int kThreads = 256>
+// The preparation's 16-warp instance: 32 warps per SM at <= 64 registers. On the H200 (fifth
+// session, kda_h200.md) it beat the 8- and 12-warp instances by 2-4% at every bench shape, with
+// bitwise the same records; the kernel is latency-bound, so more warps hide more of it.
+constexpr int kPrepThreads = 512;
+
+template <int kThreads = kPrepThreads>
 __global__ void __launch_bounds__(kThreads, 2)
     KdaChunkPrepKernel(const __grid_constant__ FwdArgs a, char* __restrict__ ws) {
   using Tr = PrepTraits;
@@ -901,11 +906,6 @@ Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream
   KdaChunkPrepKernel<kThreads><<<grid, kThreads, kSmem, stream>>>(a, ws);
   return CheckLaunch("the chunk preparation");
 }
-
-// The preparation's 16-warp instance: 32 warps per SM at <= 64 registers. On the H200 (fifth
-// session, kda_h200.md) it beat the 8- and 12-warp instances by 2-4% at every bench shape, with
-// bitwise the same records; the kernel is latency-bound, so more warps hide more of it.
-constexpr int kPrepThreads = 512;
 
 }  // namespace
 

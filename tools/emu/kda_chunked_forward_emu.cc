@@ -8,8 +8,8 @@
 // Records into ws, chunk-start states into a.checkpoints (16-row slices).
 void EmuChunkedForwardCheckpoints(const FwdArgs& a, char* ws) {
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
-  EmuLaunch({unsigned(slots), unsigned(a.s.H), 1}, PrepThreads<256>::kThreads,
-            [&] { KdaChunkPrepKernel<256>(a, ws); });
+  EmuLaunch({unsigned(slots), unsigned(a.s.H), 1}, kPrepThreads,
+            [&] { KdaChunkPrepKernel<kPrepThreads>(a, ws); });
   EmuLaunch({unsigned(StateTraits<16>::kSlices), unsigned(a.s.H), unsigned(a.s.N)},
             StateTraits<16>::kThreads, [&] { KdaChunkStateKernel<16, true>(a, ws); });
 }
