@@ -12,7 +12,10 @@
 }  // namespace kda_cuda
 }  // namespace cakegrad::kernels
 
+#include "kda_emu_bf16.h"
+
 using namespace cakegrad::kernels;
+using kda_emu::ToBf;
 
 // -DPREP_THREADS=n runs the kernel's n-thread instance (a version with a thread-count template).
 #ifdef PREP_THREADS
@@ -20,10 +23,8 @@ using namespace cakegrad::kernels;
 constexpr int kPrepThreads = PREP_THREADS;
 #else
 #define PREP_KERNEL KdaChunkPrepKernel
-constexpr int kPrepThreads = kda_cuda::PrepTraits::kThreads;
+constexpr int kPrepThreads = kda_cuda::kPrepThreads;  // the shipped instance
 #endif
-
-static uint16_t ToBf(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;

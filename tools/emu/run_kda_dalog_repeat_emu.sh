@@ -8,15 +8,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 out=${OUT:-/tmp/kda_dalog_emu}
-kern=${KERNEL:-kernels/cuda/kda_chunked_backward.cu}
-mkdir -p "$out"
 if [ ! -x "$out/kda_dalog_repeat_emu" ] || [ -n "${REBUILD:-}" ]; then
-  python3 tools/emu/emu_transform.py backward "$kern" > "$out/kern_emu.inc"
-  python3 tools/emu/emu_transform.py forward kernels/cuda/kda_chunked_forward.cu > "$out/fwd_emu.inc"
-  awk '/^constexpr int C = 64;/{f=1} /^\/\/ The per-chunk pass \(KdaChunkGradKernel\)/{f=0} f' \
-    tests/kernels/kda_chunked_backward_math_test.cc > "$out/prep.inc"
-  g++ -std=c++20 -O2 -w -Ikernels/include -Ikernels -Ikernels/cuda -I/usr/local/cuda/include \
-    -Itools/emu -I"$out" tools/emu/kda_dalog_repeat_emu.cc tools/emu/kda_chunked_forward_emu.cc \
-    kernels/reference/kda_reference.cc -o "$out/kda_dalog_repeat_emu" -lpthread
+  bash tools/emu/build_kda_bwd_emu.sh tools/emu/kda_dalog_repeat_emu.cc "$out" kda_dalog_repeat_emu
 fi
 exec "$out/kda_dalog_repeat_emu" "$@"

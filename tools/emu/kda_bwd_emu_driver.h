@@ -1,0 +1,184 @@
+// What the host drivers of the chunked KDA backward's emulation share
+// (kda_chunked_backward_emu.cc, kda_dalog_repeat_emu.cc): the inputs as the kernels read them,
+// the records and chunk-start states (from the emulated launch 1, or built in FP64), and
+// kernels 2-4. Include after the kernels (kern_emu.inc) and the FP64 chunk math (prep.inc in
+// namespace kda_ref).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kda_emu_bf16.h"
+
+namespace kda_emu {
+
+namespace K = cakegrad::kernels;
+namespace R = cakegrad::kernels::kda_ref;
+namespace L = cakegrad::kernels::kda_layout;
+
+// The inputs in the dtypes the kernels read (host memory standing in for device memory).
+struct Inputs {
+  std::vector<uint16_t> q, k, v, g, beta, d_o;
+  std::vector<float> A_log, dt_bias, dfinal, s0;
+  std::vector<int64_t> cu;
+};
+
+inline Inputs MakeInputs(const R::Problem& p, const std::vector<double>& d_o,
+                         const std::vector<double>& dfinal) {
+  auto bf = [](const std::vector<double>& x) {
+    std::vector<uint16_t> o(x.size());
+    for (size_t i = 0; i < x.size(); ++i) o[i] = ToBf(float(x[i]));
+    return o;
+  };
+  auto f32 = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  return {bf(p.q),      bf(p.k),        bf(p.v),     bf(p.g),   bf(p.beta), bf(d_o),
+          f32(p.A_log), f32(p.dt_bias), f32(dfinal), f32(p.s0), p.cu};
+}
+
+// B > 1: B documents of T tokens without cu_seqlens; B == 1: the packed documents of in.cu.
+inline K::kda_cuda::KdaShape MakeShape(const R::Problem& p, const Inputs& in, int64_t B,
+                                       int64_t T) {
+  K::kda_cuda::KdaShape s{};
+  s.cu_seqlens = B > 1 ? nullptr : in.cu.data();
+  s.is_int64 = 1;
+  s.T = B > 1 ? T : p.total_tokens;
+  s.total_tokens = p.total_tokens;
+  s.H = p.H;
+  s.N = static_cast<int64_t>(in.cu.size()) - 1;
+  s.scale = float(p.scale);
+  s.lower_bound = float(p.lower_bound);
+  return s;
+}
+
+// Records and chunk-start states into the workspace: from the emulated launch 1 (`use_kernels`),
+// or from the FP64 chunk math (R::Prepare) stored as the records store them.
+inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, const Inputs& in,
+                        const K::kda_cuda::KdaShape& s, bool with_init, bool use_kernels,
+                        const L::ChunkBwdLayout& lay, char* wsp) {
+  const int64_t H = p.H, N = s.N;
+  if (use_kernels) {
+    K::kda_cuda::FwdArgs f{};
+    f.s = s;
+    f.q = in.q.data();
+    f.k = in.k.data();
+    f.v = in.v.data();
+    f.g = in.g.data();
+    f.beta = in.beta.data();
+    f.A_log = in.A_log.data();
+    f.dt_bias = in.dt_bias.data();
+    f.initial_state = with_init ? in.s0.data() : nullptr;
+    f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
+    K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
+    return;
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t d = 0; d < N; ++d) {
+      const int64_t bos = in.cu[d], eos = in.cu[d + 1];
+      const int64_t chunks = (eos - bos + 63) / 64;
+      std::vector<double> S(128 * 128, 0.0);
+      if (with_init)
+        for (int e = 0; e < 128 * 128; ++e) S[e] = p.s0[(d * H + h) * 16384 + e];
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t t0 = bos + c * 64, slot = bos / 64 + d + c;
+        R::Chunk ch = R::Prepare(p, d_o, t0, int(std::min<int64_t>(64, eos - t0)), h);
+        char* rec = wsp + lay.records + (slot * H + h) * L::kRecBytes;
+        uint16_t* negw = reinterpret_cast<uint16_t*>(rec + L::kRecNegW);
+        uint16_t* qg = reinterpret_cast<uint16_t*>(rec + L::kRecQg);
+        uint16_t* kdt = reinterpret_cast<uint16_t*>(rec + L::kRecKdecT);
+        uint16_t* m = reinterpret_cast<uint16_t*>(rec + L::kRecM);
+        float* uv = reinterpret_cast<float*>(rec + L::kRecUv);
+        float* gamc = reinterpret_cast<float*>(rec + L::kRecGamC);
+        for (int t = 0; t < 64; ++t)
+          for (int kk = 0; kk < 128; ++kk) {
+            SplitTo(-ch.W[t * 128 + kk], &negw[t * 128 + kk], &negw[8192 + t * 128 + kk]);
+            SplitTo(ch.QG[t * 128 + kk], &qg[t * 128 + kk], &qg[8192 + t * 128 + kk]);
+            SplitTo(ch.Kdec[t * 128 + kk], &kdt[kk * 64 + t], &kdt[8192 + kk * 64 + t]);
+            uv[t * 128 + kk] = float(ch.Uv[t * 128 + kk]);
+          }
+        for (int t = 0; t < 64; ++t)
+          for (int i = 0; i < 64; ++i)
+            SplitTo(ch.M[t * 64 + i], &m[t * 64 + i], &m[4096 + t * 64 + i]);
+        for (int kk = 0; kk < 128; ++kk) gamc[kk] = float(ch.gc[kk]);
+        float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
+        for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
+        // S1 = S0 gc + U^T Kdec
+        std::vector<double> U(64 * 128), S1(128 * 128);
+        for (int t = 0; t < 64; ++t)
+          for (int vv = 0; vv < 128; ++vv) {
+            double u = ch.Uv[t * 128 + vv];
+            for (int kk = 0; kk < 128; ++kk) u -= ch.W[t * 128 + kk] * S[vv * 128 + kk];
+            U[t * 128 + vv] = u;
+          }
+        for (int vv = 0; vv < 128; ++vv)
+          for (int kk = 0; kk < 128; ++kk) {
+            double acc = S[vv * 128 + kk] * ch.gc[kk];
+            for (int t = 0; t < 64; ++t) acc += U[t * 128 + vv] * ch.Kdec[t * 128 + kk];
+            S1[vv * 128 + kk] = acc;
+          }
+        S = S1;
+      }
+    }
+  }
+}
+
+// The backward's outputs, poisoned (NaN / 0xFFFF) until the kernels write them.
+struct Outputs {
+  std::vector<uint16_t> dq, dk, dv, dg, dbeta;
+  std::vector<float> dA, ddt, dinit;
+  uint32_t status = 0;
+};
+
+// Kernels 2-4 (reverse chain with `chain_rows`-row slices, per-chunk pass, parameter reduce) on
+// the records and chunk-start states in the workspace.
+inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape& s,
+                                  const L::ChunkBwdLayout& lay, char* wsp, int chain_rows) {
+  using namespace cakegrad::kernels::kda_cuda;
+  const int64_t H = s.H, N = s.N, n = s.total_tokens * H * 128;
+  const int64_t slots = L::ChunkSlots(s.total_tokens, N);
+  Outputs o{std::vector<uint16_t>(n, 0xFFFF),
+            std::vector<uint16_t>(n, 0xFFFF),
+            std::vector<uint16_t>(n, 0xFFFF),
+            std::vector<uint16_t>(n, 0xFFFF),
+            std::vector<uint16_t>(s.total_tokens * H, 0xFFFF),
+            std::vector<float>(H, NAN),
+            std::vector<float>(H * 128, NAN),
+            std::vector<float>(N * H * 16384, NAN)};
+  ChunkBwdArgs b{};
+  b.s = s;
+  b.s.device_status = &o.status;
+  b.q = in.q.data();
+  b.k = in.k.data();
+  b.v = in.v.data();
+  b.g = in.g.data();
+  b.beta = in.beta.data();
+  b.d_o = in.d_o.data();
+  b.A_log = in.A_log.data();
+  b.dt_bias = in.dt_bias.data();
+  b.dfinal_state = in.dfinal.data();
+  b.records = wsp + lay.records;
+  b.s0 = reinterpret_cast<const float*>(wsp + lay.s0);
+  b.ds1 = reinterpret_cast<float*>(wsp + lay.ds1);
+  b.partials = reinterpret_cast<float*>(wsp + lay.partials);
+  b.dq = o.dq.data();
+  b.dk = o.dk.data();
+  b.dv = o.dv.data();
+  b.dg = o.dg.data();
+  b.dbeta = o.dbeta.data();
+  b.dinitial_state = o.dinit.data();
+  auto chain = [&](auto rows) {
+    using Tr = ChainTraits<decltype(rows)::value>;
+    EmuLaunch({unsigned(Tr::kSlices), unsigned(H), unsigned(N)}, Tr::kThreads,
+              [&] { KdaChunkDstateKernel<decltype(rows)::value>(b); });
+  };
+  if (chain_rows == 16) chain(std::integral_constant<int, 16>{});
+  if (chain_rows == 32) chain(std::integral_constant<int, 32>{});
+  if (chain_rows == 64) chain(std::integral_constant<int, 64>{});
+  EmuLaunch({unsigned(slots), unsigned(H), 1}, GradTraits::kThreads,
+            [&] { KdaChunkGradKernel(b); });
+  EmuLaunch({unsigned(H), 1, 1}, 128,
+            [&] { KdaChunkParamReduceKernel(b.partials, slots, H, o.dA.data(), o.ddt.data()); });
+  return o;
+}
+
+}  // namespace kda_emu
