@@ -29,10 +29,7 @@ static_assert(kReduceThreads % kReduceCols == 0 && kReduceCols == 32, "a warp pe
 // precision (worst 2e-7 against 50-digit values); outside, the cancellation costs at most
 // ~3e-6 relative. (The accurate sigmoid this policy used before cost five instructions per
 // element and did not cure the cancellation; the kernel is issue-bound.)
-// "bf16" takes the same path: its p is a BF16 value, and the grid points nearest p0
-// (-1.28125, -1.2734375) have |f| ~ 3e-3, where s's ~1e-7 error is still ~5e-5 of SiLU'. In
-// four-term dx sums that cancel, that exceeded SPEC's 2^-18 sum |w dpre| allowance: one element
-// of 20.5M, 1.03x its bound, in Conv1dGpuNearSiluGradZero on the H200 (fifth session).
+// "bf16" reads SiLU' from a table instead (SiluGradFromTable).
 constexpr float kSiluGradZeroHi = -1.278464556e+00f;
 constexpr float kSiluGradZeroLo = 1.297928254e-08f;
 constexpr float kSiluGradC2 = -1.089058518e-01f;
@@ -46,20 +43,50 @@ __device__ __forceinline__ float SiluGrad(float p) {
   return fabsf(d) < 0x1p-5f ? __fmul_rn(s, __fmul_rn(d, poly)) : __fmaf_rn(s, q, s);
 }
 
+// "bf16": SiLU'(bf16(pre)) for V values from the shared-memory table (conv1d_traits.h), correctly
+// rounded. The SFU sigmoid plus the Taylor form near SiLU''s zero cost ~14 instructions an
+// element (the walk fell from 40.3 to 30.8 SASS instructions an element with this); here, per
+// pair, the magnitudes are clamped by one 16x2 max and min, and each half becomes a byte offset
+// (the sign at bit 14, the magnitude's distance from kSiluTabLo times 4 below it), ~5.5 an element.
+template <int V>
+__device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const unsigned char* tab,
+                                                  float (&g)[V]) {
+  constexpr uint32_t kLo2 = kSiluTabLo * 0x10001u, kHi2 = kSiluTabHi * 0x10001u;
+  static_assert(kSiluTabSignBytes == 0x4000, "the sign bit (15) shifted right by one");
+  static_assert((kSiluTabHalf - 1) * 4 + kSiluTabSignBytes < 0x10000, "16-bit offsets per half");
+  constexpr int kSignShift = 1;
+  if constexpr (V == 1) {
+    const uint32_t u = __bfloat16_as_ushort(__float2bfloat16_rn(pre[0]));
+    const uint32_t a = min(max(u & 0x7fffu, kSiluTabLo), kSiluTabHi);
+    g[0] = *reinterpret_cast<const float*>(
+        tab + (((a - kSiluTabLo) << 2) + ((u >> kSignShift) & kSiluTabSignBytes)));
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const uint32_t u = PackBf16x2(pre[i], pre[i + 1]);
+      const uint32_t a = __vminu2(__vmaxu2(u & 0x7fff7fffu, kLo2), kHi2);
+      const uint32_t off = ((a - kLo2) << 2) + ((u >> kSignShift) & (kSiluTabSignBytes * 0x10001u));
+      g[i] = *reinterpret_cast<const float*>(tab + (off & 0xffffu));
+      g[i + 1] = *reinterpret_cast<const float*>(tab + (off >> 16));
+    }
+  }
+}
+
 // One thread's walk over its segment (see the kernel). Step i handles token r = s0 - 3 + i: it
 // asks the rings for the token of step i + kAhead (pointers xn, dyn), pushes x[r] into the
 // window, computes dpre[r] (i >= 3), accumulates dweight/dbias (3 <= i < L + 3) and writes
 // dx[r - 3] (i >= 6) at dxo. `lim`: steps whose token exists; `store_lim`: steps whose dx row
 // exists. kBoundaries: whether a document starts inside the segment's window (rare with long
 // documents); only then does a start reset the x window (dropping the terms before the
-// document from pre and dweight) and mask dx's look-ahead terms from the next document.
+// document from pre and dweight) and mask dx's look-ahead terms from the next document. `tab`:
+// SiLU''s table in shared memory ("bf16" only).
 template <int V, class Ring, bool kRoundPre, bool kBoundaries>
 __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int lim, int store_lim,
                                         int64_t C, const uint16_t* xn, const uint16_t* dyn,
                                         const uint16_t* x_safe, const uint16_t* dy_safe,
-                                        uint16_t* dxo, Ring& xr, Ring& dyr,
-                                        const float (&w)[kConv1dWidth][V], const float (&b)[V],
-                                        float (&acc)[kPartialRows][V]) {
+                                        uint16_t* dxo, const unsigned char* tab, Ring& xr,
+                                        Ring& dyr, const float (&w)[kConv1dWidth][V],
+                                        const float (&b)[V], float (&acc)[kPartialRows][V]) {
   constexpr int L = BwdTraits::kSegLen;
   constexpr int kSteps = L + 2 * kHalo;
   constexpr int U = Ring::kUnroll;
@@ -113,9 +140,15 @@ __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int li
         pre[v] = __fmaf_rn(w[2][v], xw[(j + 3) & 3][v], pre[v]);
         pre[v] = __fmaf_rn(w[3][v], xw[j][v], pre[v]);
       }
-      if constexpr (kRoundPre) RoundToBf16<V>(pre);
+      float g[V];
+      if constexpr (kRoundPre) {
+        SiluGradFromTable<V>(pre, tab, g);
+      } else {
 #pragma unroll
-      for (int v = 0; v < V; ++v) dp[j][v] = __fmul_rn(dyc[v], SiluGrad(pre[v]));
+        for (int v = 0; v < V; ++v) g[v] = SiluGrad(pre[v]);
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) dp[j][v] = __fmul_rn(dyc[v], g[v]);
 
       if (i < L + kHalo) {
 #pragma unroll
@@ -150,17 +183,41 @@ __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int li
 }
 
 // Shared memory of the main kernel: the two rings, then (aliasing them once the walk is done)
-// the per-segment partial sums.
+// the per-segment partial sums; then, under "bf16", SiLU''s table.
 template <int V, class Ring>
-constexpr int BwdSmemBytes() {
+constexpr int BwdSmemTabOffset() {
   constexpr int ring = 2 * Ring::kSmemBytes;
   constexpr int red = kPartialRows * BwdTraits::kThreads * V * static_cast<int>(sizeof(float));
-  return ring > red ? ring : red;
+  return ((ring > red ? ring : red) + 15) / 16 * 16;
+}
+template <int V, class Ring, bool kRoundPre>
+constexpr int BwdSmemBytes() {
+  return BwdSmemTabOffset<V, Ring>() + (kRoundPre ? kSiluTabSmemBytes : 0);
+}
+
+// Fills SiLU''s table (conv1d_traits.h) in the workspace, entry e of each half from the BF16 value
+// with magnitude bits kSiluTabLo + e, in FP64: SiLU'(p) = s (1 + p (1 - s)) with 1 - s =
+// e^-p / (1 + e^-p) taken apart, so that the factor's cancellation near SiLU''s zero loses at most
+// ~1e-13 relative (the grid points nearest it have |1 + p (1 - s)| ~ 3e-3), then one rounding.
+__global__ void __launch_bounds__(256) Conv1dSiluTableKernel(float* tab) {
+  // The main kernel, launched dependent on this one, starts its preamble now; it reads the table
+  // only after griddepcontrol.wait, which waits for this grid to finish.
+  cudaTriggerProgrammaticLaunchCompletion();
+  const int e = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (e >= kSiluTabEntries) return;
+  const uint32_t sign = e >= kSiluTabHalf ? 0x8000u : 0u;
+  const uint32_t bits = sign | (kSiluTabLo + static_cast<uint32_t>(e % kSiluTabHalf));
+  const double p = static_cast<double>(__uint_as_float(bits << 16));
+  const double em = exp(-p);
+  const double s = 1.0 / (1.0 + em);
+  const double one_minus_s = em / (1.0 + em);
+  tab[e] = __double2float_rn(s * fma(p, one_minus_s, 1.0));
 }
 
 template <int V, class Ring, bool kRoundPre, int kMinBlocks>
 __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
-    Conv1dBwdMainKernel(const __grid_constant__ Conv1dBwdParams p, const Tiling tl) {
+    Conv1dBwdMainKernel(const __grid_constant__ Conv1dBwdParams p, const Tiling tl,
+                        const float* __restrict__ silu_tab) {
   using Tr = BwdTraits;
   constexpr int L = Tr::kSegLen;
   // kHalo tokens of x history, L tokens of dpre + dweight, kHalo more dpre for dx's look-ahead.
@@ -203,6 +260,19 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   }
   MarkDocStarts<Tr::kThreads, Tr::kMarkWords>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
                                               tl.tile_tokens + 2 * kHalo, marks);
+  unsigned char* tab = smem + BwdSmemTabOffset<V, Ring>();
+  if constexpr (kRoundPre) {
+    // The table kernel (this launch's PDL primary) has finished and its writes are visible after
+    // this; the search above overlapped it. The workspace is only 4-byte aligned: FP32 copies.
+    cudaGridDependencySynchronize();
+    float* dst = reinterpret_cast<float*>(tab);
+#pragma unroll 8
+    for (int e = tid; e < kSiluTabEntries; e += Tr::kThreads) {
+      const int at = e < kSiluTabHalf ? e : e - kSiluTabHalf + kSiluTabSignBytes / 4;
+      dst[at] = __ldcg(silu_tab + e);
+    }
+    __syncthreads();
+  }
 
   float acc[kPartialRows][V] = {};  // dweight[:, 0..3], dbias over this segment
   if (run) {
@@ -223,10 +293,10 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     uint16_t* dxo = p.dx + s0 * C + c0;  // the dx row of step 6
     if (AnyMark(marks, mbase + 1, kSteps - 1)) {
       BwdWalk<V, Ring, kRoundPre, true>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe, dy_safe,
-                                        dxo, xr, dyr, w, b, acc);
+                                        dxo, tab, xr, dyr, w, b, acc);
     } else {
       BwdWalk<V, Ring, kRoundPre, false>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe, dy_safe,
-                                         dxo, xr, dyr, w, b, acc);
+                                         dxo, tab, xr, dyr, w, b, acc);
     }
   }
   // The last copies of every thread (zero fills past the end included) land before the rings'
@@ -389,7 +459,7 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
     const Tiling tl = MakeTiling<BwdTraits>(p.S, p.C, V);
     const int64_t blocks = tl.num_ctiles * tl.num_ttiles;
     if (blocks > INT_MAX) return InvalidArgument("conv1d: S * C too large for one launch");
-    constexpr int kSmem = BwdSmemBytes<V, Ring>();
+    constexpr int kSmem = BwdSmemBytes<V, Ring, kRoundPre>();
     auto* kernel = Conv1dBwdMainKernel<V, Ring, kRoundPre, kMinBlocks>;
     if constexpr (kSmem > 40 * 1024) {  // beyond the default 48 KB with the static part
       // Per call (not once): the attribute belongs to the device current now.
@@ -398,8 +468,31 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
           "backward main kernel shared memory");
       if (!a.ok()) return a;
     }
-    kernel<<<static_cast<unsigned>(blocks), BwdTraits::kThreads, kSmem, stream>>>(p, tl);
-    Status launched = CudaStatus(cudaGetLastError(), "backward main kernel launch");
+    // SiLU''s table sits after the partial rows (BackwardWorkspaceBytes).
+    float* silu_tab = reinterpret_cast<float*>(static_cast<unsigned char*>(p.workspace) +
+                                               BackwardPartialBytes(p.S, p.C));
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    if constexpr (kRoundPre) {
+      constexpr int kTabThreads = 256;
+      Conv1dSiluTableKernel<<<(kSiluTabEntries + kTabThreads - 1) / kTabThreads, kTabThreads, 0,
+                              stream>>>(silu_tab);
+      Status built = CudaStatus(cudaGetLastError(), "backward SiLU' table kernel launch");
+      if (!built.ok()) return built;
+      cfg.numAttrs = 1;  // the main kernel waits for the table only where it reads it
+    } else {
+      cfg.numAttrs = 0;
+    }
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.blockDim = dim3(BwdTraits::kThreads);
+    cfg.dynamicSmemBytes = kSmem;
+    Status launched =
+        CudaStatus(cudaLaunchKernelEx(&cfg, kernel, p, tl, static_cast<const float*>(silu_tab)),
+                   "backward main kernel launch");
     if (!launched.ok()) return launched;
 
     const ReduceArgs ra{static_cast<const float*>(p.workspace),
@@ -410,15 +503,9 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
                         p.C,
                         tl.num_ttiles,
                         p.dbias != nullptr ? kPartialRows : kConv1dWidth};
-    cudaLaunchAttribute attr[1] = {};
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>((ra.rows * p.C + kReduceCols - 1) / kReduceCols));
     cfg.blockDim = dim3(kReduceThreads);
     cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cfg.attrs = attr;
     cfg.numAttrs = 1;
     return CudaStatus(cudaLaunchKernelEx(&cfg, Conv1dBwdReduceKernel<Acc>, ra),
                       "backward reduce kernel launch (PDL)");
@@ -434,17 +521,19 @@ Status Conv1dBackwardCuda(const Conv1dBwdParams& p, cudaStream_t stream) {
   if (!s.ok()) return s;
   if (p.S == 0) return ZeroParameterGrads(p, stream);
   constexpr int T = BwdTraits::kThreads;
+  constexpr int kBlocks = 512 / T;  // CTAs per SM at 128 registers
   // The 16-byte route runs the 8-byte kernel too: four channels per thread fit in 128
-  // registers (four CTAs, 16 warps per SM), which measured 1.1-1.3x faster than eight channels
-  // at 230 registers (8 warps per SM) on the H200; the tiling (hence every output bit) is the same.
+  // registers (two 256-thread CTAs, 16 warps per SM), which measured 1.1-1.3x faster than eight
+  // channels at 230 registers (8 warps per SM) on the H200; the tiling (hence every output bit) is
+  // the same.
   switch (ChooseVec(p.C, p.x, p.dy, p.dx)) {
     case 8:
     case 4:
-      return LaunchBackward<4, SmemRing<4, 8, T>, 4>(p, stream);
+      return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks>(p, stream);
     case 2:
-      return LaunchBackward<2, SmemRing<2, 8, T>, 4>(p, stream);
+      return LaunchBackward<2, SmemRing<2, 8, T>, kBlocks>(p, stream);
     case 1:
-      return LaunchBackward<1, RegRing<1, 4>, 4>(p, stream);
+      return LaunchBackward<1, RegRing<1, 4>, kBlocks>(p, stream);
     default:
       return Internal("conv1d: unsupported vector width");
   }

@@ -35,11 +35,31 @@ struct TileTraits {
 // per SM) each CTA's work is halved, so the SMs finish more evenly (32768 x 4096 was 15.5 CTAs
 // of 256 threads per SM): 1% faster there on the H200, 0.7% at 65536 x 12288.
 using FwdTraits = TileTraits<128, 64, 32>;
-// Backward: ~230 registers per thread for V = 8 (windows of x and dpre, weights, five
-// accumulators), so 128-thread CTAs, two per SM; a tile of 256 tokens when C >= 256 keeps the
-// partial rows at 20 bytes per channel per 256 tokens (about 1.3% of the main traffic, written and
-// read once).
-using BwdTraits = TileTraits<128, 64, 32>;
+// Backward: 256-thread CTAs, two per SM at 128 registers (V = 4; 16 warps per SM, as four
+// 128-thread CTAs gave before). Under "bf16" each CTA holds SiLU''s table in shared memory
+// (below), and a CTA twice as large copies it half as often: 48 KB of rings + 31.5 KB of table +
+// 3 KB per CTA, ~169 KB per SM, which leaves ~60 KB of L1 for the rings' cp.async.ca copies. A
+// tile of 512 tokens when C >= 256 keeps the partial rows at 20 bytes per channel per 512 tokens
+// (0.6% of the main traffic, written and read once). On the H200 this alone took the "fp32"
+// backward from 288-294 to 276-282 us at 32768 x 4096 (2026-11-29, conv1d-s6).
+using BwdTraits = TileTraits<256, 64, 32>;
+
+// SiLU' of every BF16 preactivation p the "bf16" policy can see, correctly rounded to FP32 from
+// FP64, indexed by p's 16 bits with the magnitude clamped to [kSiluTabLo, kSiluTabHi] =
+// [2^-24, 127.5]: below, SiLU'(p) = 0.5 + p/2 - p^3/12... is within an FP32 ulp of the clamped
+// entry; above, SiLU'(p) is 1 (p > 0) or rounds to zero (p < 0) in FP32, as is the entry at
+// 127.5 (NaN lands there too: it yields 1 or 0, never an index outside the table). Built per call
+// into the workspace, after the partial rows; each CTA copies it into shared memory with the
+// negative half kSiluTabSignBytes after the positive one, so that p's sign bit, shifted right by
+// one, is the byte offset's bit 14. (At 0x8000, the sign bit as it is, the lookup saves one
+// instruction per pair but the 16 KB gap cost L1: 5-10 us slower on the H200.)
+constexpr uint32_t kSiluTabLo = 0x3380u;                                     // BF16 2^-24
+constexpr uint32_t kSiluTabHi = 0x42FFu;                                     // BF16 127.5
+constexpr int kSiluTabHalf = static_cast<int>(kSiluTabHi - kSiluTabLo + 1);  // entries per sign
+constexpr int kSiluTabEntries = 2 * kSiluTabHalf;
+constexpr int kSiluTabSignBytes = 0x4000;
+constexpr int kSiluTabSmemBytes = kSiluTabSignBytes + kSiluTabHalf * 4;
+static_assert(kSiluTabHalf * 4 <= kSiluTabSignBytes, "the halves must not overlap");
 
 struct Tiling {
   int32_t vx = 1;           // channel vectors per CTA row (power of two)
@@ -68,10 +88,16 @@ constexpr Tiling MakeTiling(int64_t S, int64_t C, int vec) {
 
 // FP32 partial rows [num_ttiles][kPartialRows][C]; the tile count does not depend on the vector
 // width, so this is the maximum over every route.
-constexpr int64_t BackwardWorkspaceBytes(int64_t S, int64_t C) {
+constexpr int64_t BackwardPartialBytes(int64_t S, int64_t C) {
   if (S <= 0 || C <= 0) return 0;
   return MakeTiling<BwdTraits>(S, C, 1).num_ttiles * kPartialRows * C *
          static_cast<int64_t>(sizeof(float));
+}
+
+// The partial rows, then SiLU''s table (FP32, kSiluTabEntries: positive half, negative half).
+constexpr int64_t BackwardWorkspaceBytes(int64_t S, int64_t C) {
+  const int64_t partial = BackwardPartialBytes(S, C);
+  return partial > 0 ? partial + kSiluTabEntries * static_cast<int64_t>(sizeof(float)) : 0;
 }
 
 }  // namespace cakegrad::kernels::conv1d
