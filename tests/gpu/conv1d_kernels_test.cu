@@ -882,5 +882,64 @@ TEST(Conv1dGpuSanitize, SmallProblemsAgainstReferenceAndMalformedOffsets) {
   }
 }
 
+// "bf16" at every finite BF16 preactivation: with weight [0, 0, 0, 1] and no bias, pre = x
+// exactly, so dx = bf16(SiLU'(x)) (dy = 1) checks SiLU''s table entry for entry, including its
+// clamped ends (|p| < 2^-24: 0.5; |p| > 127.5: 1 or 0) and the denormal SiLU' of p near -100,
+// on each vector route (C = 8, 6, 1). Then NaN and infinite inputs under both policies: the call
+// must succeed and (under memcheck) read nothing outside the table or the tensors.
+TEST(Conv1dGpuSanitize, EveryBf16PreactivationAndNonFiniteInputs) {
+  CAKEGRAD_REQUIRE_GPU();
+  constexpr Route kNoBias{false, DType::kFP32, DType::kFP32, DType::kINT32};
+  std::vector<uint16_t> finite;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    if ((h & 0x7f80u) != 0x7f80u) finite.push_back(static_cast<uint16_t>(h));
+  }
+  for (int64_t C : {8, 6, 1}) {
+    ASSERT_EQ(finite.size() % static_cast<size_t>(C), 0u);
+    Problem p = MakeProblem({static_cast<int64_t>(finite.size()) / C}, C, kNoBias);
+    p.x = finite;
+    std::fill(p.dy.begin(), p.dy.end(), FloatToBf16(1.0f));
+    for (int64_t c = 0; c < C; ++c) {
+      for (int k = 0; k < W; ++k) p.w[c * W + k] = k == W - 1 ? 1.0f : 0.0f;
+    }
+    DeviceProblem d(p);
+    const BwdOut out = RunBackward(p, &d, SiluGradPreactivation::kBF16);
+    int64_t bad = 0, exact = 0;
+    std::string first_bad;
+    for (size_t i = 0; i < finite.size(); ++i) {
+      const double want = RoundBf16(SiluGrad(static_cast<double>(Bf16ToFloat(finite[i]))));
+      const double got = Bf16ToFloat(out.dx[i]);
+      exact += got == want;
+      // The table's FP32 entry, rounded again to BF16, can land one ulp from want on a tie.
+      if (!(std::fabs(got - want) <= Ulp(want))) {
+        if (bad++ == 0) {
+          first_bad = "p = " + std::to_string(Bf16ToFloat(finite[i])) + " got " +
+                      std::to_string(got) + " want " + std::to_string(want);
+        }
+      }
+    }
+    std::printf("  C=%lld: %lld of %zu dx equal bf16(SiLU'(p)), %lld outside 1 ulp\n",
+                static_cast<long long>(C), static_cast<long long>(exact), finite.size(),
+                static_cast<long long>(bad));
+    EXPECT_EQ(bad, 0) << "C=" << C << " first: " << first_bad;
+    EXPECT_GE(exact, static_cast<int64_t>(finite.size()) - 64) << "C=" << C;
+    // The same inputs under "fp32" must at least run cleanly.
+    RunBackward(p, &d, SiluGradPreactivation::kFP32);
+  }
+  // NaN, infinities and huge values in x, dy and the parameters' reach, under both policies.
+  for (int64_t C : {8, 6, 1}) {
+    Problem p = MakeProblem({97, 1, 64}, C, kF32);
+    const uint16_t specials[] = {0x7fc0, 0xffc0, 0x7f80, 0xff80, 0x7f7f, 0xff7f, 0x0001, 0x8001};
+    for (size_t i = 0; i < p.x.size(); i += 5) p.x[i] = specials[(i / 5) % 8];
+    for (size_t i = 2; i < p.dy.size(); i += 11) p.dy[i] = specials[(i / 11) % 8];
+    DeviceProblem d(p);
+    for (SiluGradPreactivation policy :
+         {SiluGradPreactivation::kBF16, SiluGradPreactivation::kFP32}) {
+      RunBackward(p, &d, policy);
+    }
+    EXPECT_EQ(d.status.Download()[0], 0u) << "C=" << C;
+  }
+}
+
 }  // namespace
 }  // namespace cakegrad
