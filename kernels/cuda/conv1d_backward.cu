@@ -195,29 +195,17 @@ constexpr int BwdSmemBytes() {
   return BwdSmemTabOffset<V, Ring>() + (kRoundPre ? kSiluTabSmemBytes : 0);
 }
 
-// Fills SiLU''s table (conv1d_traits.h) in the workspace, entry e of each half from the BF16 value
-// with magnitude bits kSiluTabLo + e, in FP64: SiLU'(p) = s (1 + p (1 - s)) with 1 - s =
-// e^-p / (1 + e^-p) taken apart, so that the factor's cancellation near SiLU''s zero loses at most
-// ~1e-13 relative (the grid points nearest it have |1 + p (1 - s)| ~ 3e-3), then one rounding.
-__global__ void __launch_bounds__(256) Conv1dSiluTableKernel(float* tab) {
-  // The main kernel, launched dependent on this one, starts its preamble now; it reads the table
-  // only after griddepcontrol.wait, which waits for this grid to finish.
-  cudaTriggerProgrammaticLaunchCompletion();
-  const int e = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (e >= kSiluTabEntries) return;
-  const uint32_t sign = e >= kSiluTabHalf ? 0x8000u : 0u;
-  const uint32_t bits = sign | (kSiluTabLo + static_cast<uint32_t>(e % kSiluTabHalf));
-  const double p = static_cast<double>(__uint_as_float(bits << 16));
-  const double em = exp(-p);
-  const double s = 1.0 / (1.0 + em);
-  const double one_minus_s = em / (1.0 + em);
-  tab[e] = __double2float_rn(s * fma(p, one_minus_s, 1.0));
-}
+// SiLU''s table (conv1d_traits.h), positive half then negative: data of the library, generated
+// once (tools/gen/conv1d_silu_table.py, 60-digit arithmetic, one rounding), so that the backward
+// stays two launches. A table kernel per call cost a third launch and, in FP64, rounded some
+// entries twice (0.5 + 1.5 ulp ties near p = 0).
+__device__ const float kSiluGradTable[kSiluTabEntries] = {
+#include "conv1d_silu_table.inc"
+};
 
 template <int V, class Ring, bool kRoundPre, int kMinBlocks>
 __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
-    Conv1dBwdMainKernel(const __grid_constant__ Conv1dBwdParams p, const Tiling tl,
-                        const float* __restrict__ silu_tab) {
+    Conv1dBwdMainKernel(const __grid_constant__ Conv1dBwdParams p, const Tiling tl) {
   using Tr = BwdTraits;
   constexpr int L = Tr::kSegLen;
   // kHalo tokens of x history, L tokens of dpre + dweight, kHalo more dpre for dx's look-ahead.
@@ -262,14 +250,12 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
                                               tl.tile_tokens + 2 * kHalo, marks);
   unsigned char* tab = smem + BwdSmemTabOffset<V, Ring>();
   if constexpr (kRoundPre) {
-    // The table kernel (this launch's PDL primary) has finished and its writes are visible after
-    // this; the search above overlapped it. The workspace is only 4-byte aligned: FP32 copies.
-    cudaGridDependencySynchronize();
+    // The copy's L2 round trips overlap the rings' first copies, issued above.
     float* dst = reinterpret_cast<float*>(tab);
 #pragma unroll 8
     for (int e = tid; e < kSiluTabEntries; e += Tr::kThreads) {
       const int at = e < kSiluTabHalf ? e : e - kSiluTabHalf + kSiluTabSignBytes / 4;
-      dst[at] = __ldcg(silu_tab + e);
+      dst[at] = __ldg(kSiluGradTable + e);
     }
     __syncthreads();
   }
@@ -468,31 +454,8 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
           "backward main kernel shared memory");
       if (!a.ok()) return a;
     }
-    // SiLU''s table sits after the partial rows (BackwardWorkspaceBytes).
-    float* silu_tab = reinterpret_cast<float*>(static_cast<unsigned char*>(p.workspace) +
-                                               BackwardPartialBytes(p.S, p.C));
-    cudaLaunchAttribute attr[1] = {};
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    if constexpr (kRoundPre) {
-      constexpr int kTabThreads = 256;
-      Conv1dSiluTableKernel<<<(kSiluTabEntries + kTabThreads - 1) / kTabThreads, kTabThreads, 0,
-                              stream>>>(silu_tab);
-      Status built = CudaStatus(cudaGetLastError(), "backward SiLU' table kernel launch");
-      if (!built.ok()) return built;
-      cfg.numAttrs = 1;  // the main kernel waits for the table only where it reads it
-    } else {
-      cfg.numAttrs = 0;
-    }
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-    cfg.blockDim = dim3(BwdTraits::kThreads);
-    cfg.dynamicSmemBytes = kSmem;
-    Status launched =
-        CudaStatus(cudaLaunchKernelEx(&cfg, kernel, p, tl, static_cast<const float*>(silu_tab)),
-                   "backward main kernel launch");
+    kernel<<<static_cast<unsigned>(blocks), BwdTraits::kThreads, kSmem, stream>>>(p, tl);
+    Status launched = CudaStatus(cudaGetLastError(), "backward main kernel launch");
     if (!launched.ok()) return launched;
 
     const ReduceArgs ra{static_cast<const float*>(p.workspace),
@@ -503,9 +466,15 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
                         p.C,
                         tl.num_ttiles,
                         p.dbias != nullptr ? kPartialRows : kConv1dWidth};
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>((ra.rows * p.C + kReduceCols - 1) / kReduceCols));
     cfg.blockDim = dim3(kReduceThreads);
     cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cfg.attrs = attr;
     cfg.numAttrs = 1;
     return CudaStatus(cudaLaunchKernelEx(&cfg, Conv1dBwdReduceKernel<Acc>, ra),
                       "backward reduce kernel launch (PDL)");

@@ -48,8 +48,8 @@ using BwdTraits = TileTraits<256, 64, 32>;
 // FP64, indexed by p's 16 bits with the magnitude clamped to [kSiluTabLo, kSiluTabHi] =
 // [2^-24, 127.5]: below, SiLU'(p) = 0.5 + p/2 - p^3/12... is within an FP32 ulp of the clamped
 // entry; above, SiLU'(p) is 1 (p > 0) or rounds to zero (p < 0) in FP32, as is the entry at
-// 127.5 (NaN lands there too: it yields 1 or 0, never an index outside the table). Built per call
-// into the workspace, after the partial rows; each CTA copies it into shared memory with the
+// 127.5 (NaN lands there too: it yields 1 or 0, never an index outside the table). The library
+// holds it (conv1d_backward.cu); each CTA copies it into shared memory with the
 // negative half kSiluTabSignBytes after the positive one, so that p's sign bit, shifted right by
 // one, is the byte offset's bit 14. (At 0x8000, the sign bit as it is, the lookup saves one
 // instruction per pair but the 16 KB gap cost L1: 5-10 us slower on the H200.)
@@ -88,16 +88,10 @@ constexpr Tiling MakeTiling(int64_t S, int64_t C, int vec) {
 
 // FP32 partial rows [num_ttiles][kPartialRows][C]; the tile count does not depend on the vector
 // width, so this is the maximum over every route.
-constexpr int64_t BackwardPartialBytes(int64_t S, int64_t C) {
+constexpr int64_t BackwardWorkspaceBytes(int64_t S, int64_t C) {
   if (S <= 0 || C <= 0) return 0;
   return MakeTiling<BwdTraits>(S, C, 1).num_ttiles * kPartialRows * C *
          static_cast<int64_t>(sizeof(float));
-}
-
-// The partial rows, then SiLU''s table (FP32, kSiluTabEntries: positive half, negative half).
-constexpr int64_t BackwardWorkspaceBytes(int64_t S, int64_t C) {
-  const int64_t partial = BackwardPartialBytes(S, C);
-  return partial > 0 ? partial + kSiluTabEntries * static_cast<int64_t>(sizeof(float)) : 0;
 }
 
 }  // namespace cakegrad::kernels::conv1d
