@@ -338,35 +338,45 @@ __global__ void __launch_bounds__(kStreamThreads)
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, one thread a token.
 // Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
 // without U and for any number of resident clusters.
-template <int kG, int kStageTokens, int kStageBuffers>
+template <int kG, int kStageTokens, int kStageBuffers, int kWarpsPerStream, bool kRelaxed>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
-  static constexpr int kWarps = 8;
+  static constexpr int kSplit = kWarpsPerStream;  // warps sharing a stream's C/16 channels
+  static constexpr bool kRelaxedArrive = kRelaxed;
+  static constexpr int kWarps = 4 * kSplit;
+  // With 16 warps, warps w and w + 8 are summed in pairs first (w + 8 through wpart, w from
+  // registers), so wpart keeps 8 slots and the stage buffers still fit.
+  static constexpr bool kPaired = kWarps == 16;
+  static constexpr int kSlots = kPaired ? 8 : kWarps;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kStageTok = kStageTokens;
   static constexpr int kStages = kStageBuffers;
   static constexpr int kNTiles = kStageTok / 8;     // n8 token tiles of a stage
   static constexpr int kMTiles = 2 * kLogits / 16;  // [hi; lo] rows in m16 tiles
-  static constexpr int kGroups = kG;                // 32-k groups a warp
+  static constexpr int kGroups = 2 * kG / kSplit;   // 32-k groups a warp
   static constexpr int64_t kC = 1024 * kG;
   static constexpr int kSliceCh = 64 * kG;             // channels of a stream a CTA owns
   static constexpr int kRowChunks = 4 * kSliceCh / 8;  // 16-byte chunks of a token's slice
   static constexpr int kStreamChunks = kRowChunks / 4;
-  static constexpr int kWarpChunks = kStreamChunks / 2;  // = 4 kG: kG 32-k groups
+  static constexpr int kWarpChunks = kStreamChunks / kSplit;  // kGroups 32-k groups
   static constexpr int kRowBytes = 16 * kRowChunks;
   static constexpr int kStageBytes = kStageTok * kRowBytes;
   static constexpr int kVals = kLogits + 1;       // z_0..23, sq
   static constexpr int kWStride = kStageTok + 1;  // floats; spreads a warp's fragment stores
-  static constexpr int kWpartFloats = kWarps * kVals * kWStride;
+  static constexpr int kWpartFloats = kSlots * kVals * kWStride;
   static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
   static constexpr int kOwnTok = kStageTok / kCtas;
-  static constexpr int kSmemBytes = kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats) * 4;
+  static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
+  static constexpr int kSmemBytes =
+      kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 4 * kStageTok) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
-  static_assert(kG >= 1 && kG <= 4, "fn fragments take 24 kG registers");
+  static_assert(kG >= 1 && kG <= 4, "fn fragments take 48 kG / kSplit registers");
+  static_assert(kSplit == 2 || kSplit == 4, "8 or 16 warps");
   static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
   static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
   static_assert(kWarpChunks % 4 == 0, "a warp's k is whole 32-k groups");
-  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per sum");
+  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= (kPaired ? kThreads / 2 : kThreads),
+                "one thread per cluster sum (the upper warps' in paired mode)");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
 };
 
@@ -391,7 +401,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                         const uint16_t* __restrict__ fn_split, const float* __restrict__ scale,
                         const float* __restrict__ base, float* __restrict__ stats,
                         uint16_t* __restrict__ U, int64_t T, float rms_eps, float hc_eps) {
-  constexpr int kG = Tr::kGroups;
+  constexpr int kG = Tr::kGroups;  // 32-k groups of this warp
   constexpr int64_t C = Tr::kC;
   constexpr int64_t K = 4 * C;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -399,10 +409,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   unsigned char* xbuf = smem;                 // [kStages][kStageTok][kRowBytes]
   float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
   float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
-  // After the CTA sum, wpart is free until the next stage's MMAs: it holds the cluster sums
-  // [kVals][kStageTok] and pre [4][kStageTok].
-  float* zs = wpart;
-  float* pre_s = wpart + Tr::kVals * Tr::kStageTok;
+  // wpart holds the next stage's warp partials while this stage's cluster sums are used.
+  float* zs = cpart + 2 * Tr::kCpartFloats;  // [kZsFloats]: see zs_all, zs_own
+  float* pre_s = zs + Tr::kZsFloats;         // [4][kStageTok]
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -411,14 +420,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int64_t cluster = ClusterId(), nclusters = ClusterCount();
   const int64_t ngroups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
   const int64_t nstages = cluster < ngroups ? (ngroups - cluster + nclusters - 1) / nclusters : 0;
-  const int stream = warp / 2;
+  const int stream = warp / Tr::kSplit, part = warp % Tr::kSplit;
   const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
 
   // A fragments, as in MhcFwdStatsKernel: MMA k-slots {2q, 2q+1, 2q+8, 2q+9} of step s of
   // 32-k group gi hold k = 32 gi + 8q + 4s + {0, 1, 2, 3} of the warp's k.
   uint4 fa[kG][Tr::kMTiles][2];
   {
-    const int64_t kw = stream * C + ch0 + (warp % 2) * (Tr::kSliceCh / 2);
+    const int64_t kw = stream * C + ch0 + part * (Tr::kSliceCh / Tr::kSplit);
 #pragma unroll
     for (int gi = 0; gi < kG; ++gi) {
 #pragma unroll
@@ -448,140 +457,239 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes), &xmap, static_cast<int>(ch0),
               static_cast<int>(4 * t0), SmemAddr(&full_bar[b]));
   };
-  for (int s = 0; s < Tr::kStages - 1; ++s) stage_x(s);
   // pre's inputs, in registers for the whole kernel.
   const float scale0 = scale[0];
   float bpre[4];
 #pragma unroll
   for (int a = 0; a < 4; ++a) bpre[a] = base[a];
-
   const uint32_t cpart_s = SmemAddr(cpart);
-  for (int64_t s = 0; s < nstages; ++s) {
-    stage_x(s + Tr::kStages - 1);  // into the buffer freed at the end of stage s - 1
+
+  // Paired mode: the lower warps' partials of the stage being multiplied, held until the upper
+  // warps' are in wpart.
+  const bool lower = Tr::kPaired && warp < Tr::kSlots;
+  float own[Tr::kNTiles][7];
+  // Stage s's MMAs: each warp's partial z (hi + lo) and sq of its k, into wpart (or own).
+  auto multiply = [&](int64_t s) {
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
-    const int par = static_cast<int>(s & 1);
-    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-
-    {
-      // One n8 token tile at a time keeps 12 accumulators live next to fn's 24 kG registers.
-      float* wp = wpart + warp * Tr::kVals * Tr::kWStride;
+    // One n8 token tile at a time keeps 12 accumulators live next to fn's 24 kG registers.
+    float* wp = wpart + (warp % Tr::kSlots) * Tr::kVals * Tr::kWStride;
 #pragma unroll
-      for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-        const int tok = 8 * nt + g;
-        const unsigned char* row = xs + tok * Tr::kRowBytes;
-        float acc[Tr::kMTiles][4] = {};
-        float sq = 0.0f;
+    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+      const int tok = 8 * nt + g;
+      const unsigned char* row = xs + tok * Tr::kRowBytes;
+      float acc[Tr::kMTiles][4] = {};
+      float sq = 0.0f;
 #pragma unroll
-        for (int gi = 0; gi < kG; ++gi) {
-          const int c = stream * Tr::kStreamChunks + (warp % 2) * Tr::kWarpChunks + 4 * gi + q;
-          // Token rows are 2 KB apart: lanes g, g + 1 of a load phase share bank groups (2-way).
-          const uint4 b = *reinterpret_cast<const uint4*>(row + 16 * c);
-          float xf[8];
-          Unpack8(b, xf);
+      for (int gi = 0; gi < kG; ++gi) {
+        const int c = stream * Tr::kStreamChunks + part * Tr::kWarpChunks + 4 * gi + q;
+        // Token rows are 2 KB apart: lanes g, g + 1 of a load phase share bank groups (2-way).
+        const uint4 b = *reinterpret_cast<const uint4*>(row + 16 * c);
+        float xf[8];
+        Unpack8(b, xf);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) sq = fmaf(xf[e], xf[e], sq);
+        for (int e = 0; e < 8; ++e) sq = fmaf(xf[e], xf[e], sq);
 #pragma unroll
-          for (int mt = 0; mt < Tr::kMTiles; ++mt) {
-            MmaBf16(acc[mt], fa[gi][mt][0].x, fa[gi][mt][1].x, fa[gi][mt][0].y, fa[gi][mt][1].y,
-                    b.x, b.y);
-            MmaBf16(acc[mt], fa[gi][mt][0].z, fa[gi][mt][1].z, fa[gi][mt][0].w, fa[gi][mt][1].w,
-                    b.z, b.w);
-          }
+        for (int mt = 0; mt < Tr::kMTiles; ++mt) {
+          MmaBf16(acc[mt], fa[gi][mt][0].x, fa[gi][mt][1].x, fa[gi][mt][0].y, fa[gi][mt][1].y, b.x,
+                  b.y);
+          MmaBf16(acc[mt], fa[gi][mt][0].z, fa[gi][mt][1].z, fa[gi][mt][0].w, fa[gi][mt][1].w, b.z,
+                  b.w);
         }
-        // D rows: m-tile 0 = hi 0..15, 1 = hi 16..23 | lo 0..7, 2 = lo 8..23; a lane holds
-        // rows g and g + 8 of each, so hi_j and lo_j of j = g, 8 + g, 16 + g share a lane.
+      }
+      // D rows: m-tile 0 = hi 0..15, 1 = hi 16..23 | lo 0..7, 2 = lo 8..23; a lane holds
+      // rows g and g + 8 of each, so hi_j and lo_j of j = g, 8 + g, 16 + g share a lane.
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        own[nt][3 * e] = acc[0][e] + acc[1][2 + e];
+        own[nt][3 * e + 1] = acc[0][2 + e] + acc[2][e];
+        own[nt][3 * e + 2] = acc[1][e] + acc[2][2 + e];
+      }
+      sq += __shfl_xor_sync(0xffffffffu, sq, 1);
+      sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+      own[nt][6] = sq;
+      if (!lower) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int col = 8 * nt + 2 * q + e;
-          wp[g * Tr::kWStride + col] = acc[0][e] + acc[1][2 + e];
-          wp[(8 + g) * Tr::kWStride + col] = acc[0][2 + e] + acc[2][e];
-          wp[(16 + g) * Tr::kWStride + col] = acc[1][e] + acc[2][2 + e];
+#pragma unroll
+          for (int j = 0; j < 3; ++j) wp[(8 * j + g) * Tr::kWStride + col] = own[nt][3 * e + j];
         }
-        sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-        sq += __shfl_xor_sync(0xffffffffu, sq, 2);
         if (q == 0) wp[kLogits * Tr::kWStride + tok] = sq;
       }
     }
-    __syncthreads();
-    float* cp = cpart + par * Tr::kCpartFloats;
-    for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kThreads) {
+  };
+  // Paired mode, lower warps once the upper warps' partials are in wpart: slot w = warp w's
+  // partial + warp w + 8's.
+  auto pair_sum = [&]() {
+    float* wp = wpart + warp * Tr::kVals * Tr::kWStride;
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * nt + 2 * q + e;
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+          float* w = &wp[(8 * j + g) * Tr::kWStride + col];
+          *w = own[nt][3 * e + j] + *w;
+        }
+      }
+      if (q == 0) {
+        float* w = &wp[kLogits * Tr::kWStride + 8 * nt + g];
+        *w = own[nt][6] + *w;
+      }
+    }
+  };
+  // The CTA's partials of stage s: its 8 warps summed in order, into parity s % 2.
+  auto cta_sum = [&](int64_t s) {
+    float* cp = cpart + (s & 1) * Tr::kCpartFloats;
+    for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kSlots * 32) {
       const int v = i / Tr::kStageTok, tok = i % Tr::kStageTok;
       float sum = wpart[v * Tr::kWStride + tok];
 #pragma unroll
-      for (int w = 1; w < Tr::kWarps; ++w) sum += wpart[(w * Tr::kVals + v) * Tr::kWStride + tok];
+      for (int w = 1; w < Tr::kSlots; ++w) sum += wpart[(w * Tr::kVals + v) * Tr::kWStride + tok];
       cp[i] = sum;
     }
-    ClusterArrive();
-    ClusterWait();
-
-    // Cluster sums in rank order: z_0..3 and sq of every token, z_4..23 of this CTA's tokens.
-    {
-      int v = -1, tok = 0;
-      if (tid < 5 * Tr::kStageTok) {
-        v = tid / Tr::kStageTok;
-        v = v < 4 ? v : kLogits;
-        tok = tid % Tr::kStageTok;
-      } else if (tid < 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok) {
-        const int i = tid - 5 * Tr::kStageTok;
-        v = 4 + i / Tr::kOwnTok;
-        tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
-      }
-      if (v >= 0) {
-        const uint32_t addr =
-            cpart_s + 4u * static_cast<uint32_t>(par * Tr::kCpartFloats + v * Tr::kStageTok + tok);
-        float p[Tr::kCtas];
-#pragma unroll
-        for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
-        float sum = p[0];
-#pragma unroll
-        for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
-        zs[v * Tr::kStageTok + tok] = sum;
-      }
+  };
+  // Cluster sums of stage s in rank order: z_0..3 and sq of every token, z_4..23 of this CTA's
+  // tokens.
+  auto cluster_sum = [&](int64_t s, int idx) {
+    // Thread idx sums into zs[idx] (zs_all, then zs_own order).
+    int v = -1, tok = 0;
+    if (idx < 5 * Tr::kStageTok) {
+      v = idx / Tr::kStageTok;
+      tok = idx % Tr::kStageTok;
+      v = v < 4 ? v : kLogits;
+    } else if (idx < 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok) {
+      const int i = idx - 5 * Tr::kStageTok;
+      v = 4 + i / Tr::kOwnTok;
+      tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
     }
-    __syncthreads();
+    if (v >= 0) {
+      const uint32_t addr = cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats +
+                                                                 v * Tr::kStageTok + tok);
+      float p[Tr::kCtas];
+#pragma unroll
+      for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
+      float sum = p[0];
+#pragma unroll
+      for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
+      zs[idx] = sum;
+    }
+  };
+  // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
+  auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
+  auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
+  // m and r of this CTA's tokens of stage s; with U, pre of all its tokens.
+  auto coefficients = [&](int64_t s) {
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     if (kWithU && tid < Tr::kStageTok) {
-      const float r = RmsInv(zs[kLogits * Tr::kStageTok + tid], C, rms_eps);
+      const float r = RmsInv(zs[zs_all(kLogits, tid)], C, rms_eps);
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
-        const float m = r * zs[a * Tr::kStageTok + tid];
+        const float m = r * zs[zs_all(a, tid)];
         pre_s[a * Tr::kStageTok + tid] = Sigmoid(fmaf(m, scale0, bpre[a])) + hc_eps;
       }
     } else if (tid >= 32 && tid < 32 + Tr::kVals * Tr::kOwnTok) {
       const int i = tid - 32;
-      const int tok = rank * Tr::kOwnTok + i / Tr::kVals, v = i % Tr::kVals;
+      const int own = i / Tr::kVals, v = i % Tr::kVals;
+      const int tok = rank * Tr::kOwnTok + own;
       const int64_t t = t0 + tok;
       if (t < T) {
-        const float r = RmsInv(zs[kLogits * Tr::kStageTok + tok], C, rms_eps);
-        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * zs[v * Tr::kStageTok + tok] : r;
+        const float r = RmsInv(zs[zs_all(kLogits, tok)], C, rms_eps);
+        const float z = v < 4 ? zs[zs_all(v, tok)] : (v < kLogits ? zs[zs_own(v, own)] : 0.0f);
+        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * z : r;
       }
     }
-    if (kWithU) {
-      __syncthreads();
+  };
+  // U of stage s for this CTA's channels, from the X still in shared memory.
+  auto write_u = [&](int64_t s) {
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
 #pragma unroll
-      for (int it = 0; it < Tr::kStageTok * Tr::kStreamChunks / Tr::kThreads; ++it) {
-        const int i = tid + it * Tr::kThreads;
-        const int tok = i / Tr::kStreamChunks, c8 = i % Tr::kStreamChunks;
-        const int64_t t = t0 + tok;
-        if (t < T) {
-          const unsigned char* row = xs + tok * Tr::kRowBytes;
-          float u[8], xf[8];
+    for (int it = 0; it < Tr::kStageTok * Tr::kStreamChunks / Tr::kThreads; ++it) {
+      const int i = tid + it * Tr::kThreads;
+      const int tok = i / Tr::kStreamChunks, c8 = i % Tr::kStreamChunks;
+      const int64_t t = t0 + tok;
+      if (t < T) {
+        const unsigned char* row = xs + tok * Tr::kRowBytes;
+        float u[8], xf[8];
 #pragma unroll
-          for (int a = 0; a < 4; ++a) {
-            const float p = pre_s[a * Tr::kStageTok + tok];
-            Unpack8(*reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8)), xf);
+        for (int a = 0; a < 4; ++a) {
+          const float p = pre_s[a * Tr::kStageTok + tok];
+          Unpack8(*reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8)), xf);
 #pragma unroll
-            for (int e = 0; e < 8; ++e) u[e] = a == 0 ? p * xf[e] : fmaf(p, xf[e], u[e]);
-          }
-          __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
+          for (int e = 0; e < 8; ++e) u[e] = a == 0 ? p * xf[e] : fmaf(p, xf[e], u[e]);
         }
+        __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
       }
     }
-    // The stage's X buffer, zs and pre_s are reused from here on.
+  };
+
+  // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
+  // between the arrive that publishes stage s's partials and the wait before reading them, so
+  // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
+  // Arrive k (k = 0 before the loop, k = s + 1 at the end of iteration s) follows this CTA's
+  // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
+  // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
+  // which every CTA has finished reading by then: two parities suffice.
+  // X buffers: with U, buffer s % kStages is refilled once U of stage s is written; without U,
+  // once stage s's MMAs are done, which keeps one more stage in flight.
+  // Publishes this CTA's partials of the next stage (after a block barrier): with
+  // kRelaxedArrive one warp's release covers the CTA's earlier shared writes, which the block
+  // barrier ordered before it, and the other warps arrive without a fence.
+  auto arrive = [&]() {
+    if (Tr::kRelaxedArrive && warp != 0) {
+      ClusterArriveRelaxed();
+    } else {
+      ClusterArrive();
+    }
+  };
+  // Stage s + 1's CTA sum (if any) and stage s's cluster sum (if s >= 0), after the block
+  // barrier that follows stage s + 1's MMAs.
+  auto reduce = [&](int64_t s, bool next) {
+    if (Tr::kPaired) {
+      if (lower) {
+        if (next) pair_sum();
+        NamedBarrierSync(1, Tr::kSlots * 32);
+        if (s >= 0) ClusterWait();
+        if (next) cta_sum(s + 1);
+      } else {
+        if (s >= 0) ClusterWait();
+        if (s >= 0) cluster_sum(s, tid - Tr::kSlots * 32);
+      }
+    } else {
+      if (s >= 0) ClusterWait();
+      if (s >= 0) cluster_sum(s, tid);
+      if (next) cta_sum(s + 1);
+    }
+  };
+  for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
+  if (nstages > 0) {
+    multiply(0);
     __syncthreads();
+    if (!kWithU) stage_x(Tr::kStages);
+    reduce(-1, true);
+  }
+  __syncthreads();
+  arrive();
+  for (int64_t s = 0; s < nstages; ++s) {
+    const bool next = s + 1 < nstages;
+    if (next) multiply(s + 1);
+    __syncthreads();  // wpart holds stage s + 1; the previous stage's zs and pre_s are consumed
+    if (!kWithU && next) stage_x(s + 1 + Tr::kStages);
+    reduce(s, next);
+    __syncthreads();  // zs complete; wpart free for stage s + 2
+    arrive();
+    coefficients(s);
+    if (kWithU) {
+      __syncthreads();  // pre_s complete
+      write_u(s);
+      __syncthreads();  // stage s's X buffer free
+      stage_x(s + Tr::kStages);
+    }
   }
   // No CTA may leave while another can still read its partials.
-  ClusterArrive();
   ClusterWait();
 }
 
@@ -663,7 +771,14 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 #ifndef MHC_CLUSTER_STAGES
 #define MHC_CLUSTER_STAGES 3
 #endif
-using ClusterTr = FwdClusterTraits<4, MHC_CLUSTER_STAGE_TOK, MHC_CLUSTER_STAGES>;
+#ifndef MHC_CLUSTER_WARPS_PER_STREAM
+#define MHC_CLUSTER_WARPS_PER_STREAM 2
+#endif
+#ifndef MHC_CLUSTER_RELAXED
+#define MHC_CLUSTER_RELAXED 0
+#endif
+using ClusterTr = FwdClusterTraits<4, MHC_CLUSTER_STAGE_TOK, MHC_CLUSTER_STAGES,
+                                   MHC_CLUSTER_WARPS_PER_STREAM, MHC_CLUSTER_RELAXED != 0>;
 
 cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
   using Tr = ClusterTr;
