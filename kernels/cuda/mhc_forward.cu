@@ -764,7 +764,10 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 
 // The cluster path runs where fn's k-slices fit in registers (C a multiple of 1024 up to 4096;
 // only C = 4096 is instantiated and tested) and the device can hold a 16-CTA cluster of them.
-// Chosen by C and the device alone, the same for forward_stats and forward_prepare.
+// Chosen by C, T and the device alone, the same for forward_stats and forward_prepare (their stats
+// must be the same bits): from T = kLongT on, the two-kernel path's 64-token stats kernel is the
+// faster forward_stats (H200, C = 4096, ms two-kernel / cluster: T = 12288 stats 0.189 / 0.183,
+// prepare 0.309 / 0.255; T = 16384 stats 0.195 / 0.239, prepare 0.358 / 0.334).
 #ifndef MHC_CLUSTER_STAGE_TOK
 #define MHC_CLUSTER_STAGE_TOK 32
 #endif
@@ -815,15 +818,16 @@ Status PrepareClusterKernel(const char* name, int* max_clusters) {
   return CudaStatus(cudaOccupancyMaxActiveClusters(max_clusters, kernel, &cfg), name);
 }
 
-// Resident 16-CTA clusters of the cluster kernel on the current device (0: the path is off).
+// Resident 16-CTA clusters of the cluster kernel on the current device (0: the path is off, as
+// it is for C other than 4096 and T >= kLongT).
 // The query runs once per device: it costs host time on every call otherwise, and its answer
 // depends on the device alone. (The attributes it sets are per device too, set before it.)
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_active_clusters[kMaxDevices];  // 0: not queried yet, else clusters + 1
 
-Status ActiveClusters(const char* name, int64_t C, int* clusters) {
+Status ActiveClusters(const char* name, int64_t T, int64_t C, int* clusters) {
   *clusters = 0;
-  if (C != ClusterTr::kC) return OkStatus();
+  if (C != ClusterTr::kC || T >= kLongT) return OkStatus();
   int device = 0;
   MHC_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), name));
   std::atomic<int>* cached =
@@ -963,7 +967,7 @@ Status MhcForwardStatsCuda(const MhcFwdStatsParams& p, cudaStream_t stream) {
   MHC_RETURN_IF_ERROR(
       mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
   int clusters = 0;
-  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.C, &clusters));
+  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.T, p.C, &clusters));
   if (clusters > 0) {
     return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, nullptr, p.T, p.rms_eps,
                                     p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
@@ -981,7 +985,7 @@ Status MhcForwardPrepareCuda(const MhcFwdPrepareParams& p, cudaStream_t stream) 
   MHC_RETURN_IF_ERROR(
       mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
   int clusters = 0;
-  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.C, &clusters));
+  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.T, p.C, &clusters));
   if (clusters > 0) {
     return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, p.U, p.T, p.rms_eps,
                                     p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
