@@ -332,10 +332,9 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     shared memory in rank order. Every CTA sums z_0..3 and sq of all 32 tokens (for pre, hence
 //     U), and CTA r all 24 z of its 2 tokens, whose m = r z and r it writes to stats.
 //   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
-// The partials are double-buffered by stage parity, so one cluster barrier a stage suffices:
-// CTA q writes parity p again only two stages later, after every CTA has arrived at the
-// barrier of the stage in between, i.e. after each finished reading parity p.
-// The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, one thread a token.
+// The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
+// so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
+// The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
 // Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
 // without U and for any number of resident clusters.
 template <int kG, int kStageTokens, int kStageBuffers, int kWarpsPerStream, bool kRelaxed>
@@ -472,7 +471,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto multiply = [&](int64_t s) {
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
-    // One n8 token tile at a time keeps 12 accumulators live next to fn's 24 kG registers.
+    // One n8 token tile at a time keeps 12 accumulators live next to fn's 24 kG registers
+    // (kG: this warp's 32-k groups).
     float* wp = wpart + (warp % Tr::kSlots) * Tr::kVals * Tr::kWStride;
 #pragma unroll
     for (int nt = 0; nt < Tr::kNTiles; ++nt) {
@@ -540,7 +540,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       }
     }
   };
-  // The CTA's partials of stage s: its 8 warps summed in order, into parity s % 2.
+  // The CTA's partials of stage s: its kSlots warp slots summed in order, into parity s % 2.
   auto cta_sum = [&](int64_t s) {
     float* cp = cpart + (s & 1) * Tr::kCpartFloats;
     for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kSlots * 32) {
@@ -629,7 +629,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
   // between the arrive that publishes stage s's partials and the wait before reading them, so
   // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
-  // Arrive k (k = 0 before the loop, k = s + 1 at the end of iteration s) follows this CTA's
+  // Arrive k (k = 0 before the loop, k = s + 1 in iteration s) follows this CTA's
   // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
   // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
   // which every CTA has finished reading by then: two parities suffice.
