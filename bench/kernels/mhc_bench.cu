@@ -155,8 +155,22 @@ int main(int argc, char** argv) {
   const int iters = 20;
   std::printf("\n| function | T | median ms | GB/s | floor ms | ratio | GFLOP |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
-  const std::vector<int64_t> token_counts =
+  std::vector<int64_t> token_counts =
       profile ? std::vector<int64_t>{16384} : std::vector<int64_t>{4096, 16384};
+  // MHC_BENCH_T=8192,12288: other token counts (e.g. to find where two paths cross over).
+  if (const char* env = std::getenv("MHC_BENCH_T"); env != nullptr && !profile) {
+    token_counts.clear();
+    for (const char* p = env; *p != '\0';) {
+      char* end = nullptr;
+      const long long t = std::strtoll(p, &end, 10);
+      if (end == p || t <= 0) {
+        std::fprintf(stderr, "MHC_BENCH_T: bad token count list '%s'\n", env);
+        return 1;
+      }
+      token_counts.push_back(t);
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
   for (int64_t T : token_counts) {
     const int64_t K = 4 * C;
     Set sets[2] = {MakeSet(T, C, 100), MakeSet(T, C, 200)};

@@ -131,6 +131,50 @@ __device__ __forceinline__ void LdMatrixX4Trans(const void* smem, uint32_t* r) {
   LdMatrixX4TransAddr(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), r);
 }
 
+// Thread-block clusters and distributed shared memory (sm_90).
+__device__ __forceinline__ uint32_t ClusterCtaRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t ClusterId() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t ClusterCount() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return r;
+}
+// The address of the same shared variable in CTA `rank` of the cluster.
+__device__ __forceinline__ uint32_t MapaShared(uint32_t s, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(s), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float LdsClusterF32(uint32_t s) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(s) : "memory");
+  return v;
+}
+// Split cluster barrier: arrive publishes this thread's earlier (shared) writes, wait returns
+// once every thread of the cluster has arrived and makes their writes visible.
+__device__ __forceinline__ void ClusterArrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+// Arrive without ordering this thread's earlier memory accesses (another thread's release must).
+__device__ __forceinline__ void ClusterArriveRelaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+// Barrier `id` (1..15) of `count` threads (whole warps) of the block.
+__device__ __forceinline__ void NamedBarrierSync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void ClusterWait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 __device__ __forceinline__ float Sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
 __device__ __forceinline__ int Group(int j) { return j < 4 ? 0 : (j < 8 ? 1 : 2); }

@@ -7,6 +7,12 @@
 // 16 significant bits, |fn - hi - lo| <= 2^-18 |fn|) so the 48 rows [hi; lo] times x, summed in
 // FP32, give z to about FP32 accuracy. The split is done once per call (MhcFnSplitKernel, into
 // the forward workspace) and the stats kernel stages it with cp.async, one chunk ahead.
+#include <cuda.h>  // CUtensorMap and its enums (the encoder is reached through the runtime)
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 
@@ -310,6 +316,426 @@ __global__ void __launch_bounds__(kStreamThreads)
   }
 }
 
+// One-pass forward for C = 1024 kG (kG in 1..4; C = 4096 at kG = 4) on clusters of 16 CTAs.
+// The stats kernel above re-reads fn's split from L2 once per 64-token CTA and forward_prepare
+// then reads X a second time for U; here each byte of X and fn is read once:
+//   - CTA r of a cluster owns the channels [r C/16, (r + 1) C/16) of each of the 4 streams, i.e.
+//     a 4C/16 k-slice, and warp w (8 a CTA) owns C/32 of its k (stream w / 2, half w % 2). The
+//     warp keeps the A fragments of [fn_hi; fn_lo] for its k in registers for the whole kernel
+//     (24 kG registers), loaded once from the split copy.
+//   - The cluster walks 32-token stages (its share of ceil(T / 32)); each CTA streams its X
+//     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with cp.async through
+//     kStages shared buffers, two stages ahead.
+//   - Per stage each warp multiplies its k on the tensor cores (fresh accumulators: at most 128 k
+//     per warp, so the MMA's truncating FP32 accumulation never runs long) and adds hi + lo; the
+//     CTA sums its 8 warps in order; the cluster sums the 16 CTA partials through distributed
+//     shared memory in rank order. Every CTA sums z_0..3 and sq of all 32 tokens (for pre, hence
+//     U), and CTA r all 24 z of its 2 tokens, whose m = r z and r it writes to stats.
+//   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
+// The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
+// so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
+// The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
+// Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
+// without U and for any number of resident clusters.
+template <int kG, int kStageTokens, int kStageBuffers, int kWarpsPerStream, bool kRelaxed>
+struct FwdClusterTraits {
+  static constexpr int kCtas = 16;
+  static constexpr int kSplit = kWarpsPerStream;  // warps sharing a stream's C/16 channels
+  static constexpr bool kRelaxedArrive = kRelaxed;
+  static constexpr int kWarps = 4 * kSplit;
+  // With 16 warps, warps w and w + 8 are summed in pairs first (w + 8 through wpart, w from
+  // registers), so wpart keeps 8 slots and the stage buffers still fit.
+  static constexpr bool kPaired = kWarps == 16;
+  static constexpr int kSlots = kPaired ? 8 : kWarps;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kStageTok = kStageTokens;
+  static constexpr int kStages = kStageBuffers;
+  static constexpr int kNTiles = kStageTok / 8;     // n8 token tiles of a stage
+  static constexpr int kMTiles = 2 * kLogits / 16;  // [hi; lo] rows in m16 tiles
+  static constexpr int kGroups = 2 * kG / kSplit;   // 32-k groups a warp
+  static constexpr int64_t kC = 1024 * kG;
+  static constexpr int kSliceCh = 64 * kG;             // channels of a stream a CTA owns
+  static constexpr int kRowChunks = 4 * kSliceCh / 8;  // 16-byte chunks of a token's slice
+  static constexpr int kStreamChunks = kRowChunks / 4;
+  static constexpr int kWarpChunks = kStreamChunks / kSplit;  // kGroups 32-k groups
+  static constexpr int kRowBytes = 16 * kRowChunks;
+  static constexpr int kStageBytes = kStageTok * kRowBytes;
+  static constexpr int kVals = kLogits + 1;       // z_0..23, sq
+  static constexpr int kWStride = kStageTok + 1;  // floats; spreads a warp's fragment stores
+  static constexpr int kWpartFloats = kSlots * kVals * kWStride;
+  static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
+  static constexpr int kOwnTok = kStageTok / kCtas;
+  static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
+  static constexpr int kSmemBytes =
+      kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 4 * kStageTok) * 4;
+  static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
+  static_assert(kG >= 1 && kG <= 4, "fn fragments take 48 kG / kSplit registers");
+  static_assert(kSplit == 2 || kSplit == 4, "8 or 16 warps");
+  static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
+  static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
+  static_assert(kWarpChunks % 4 == 0, "a warp's k is whole 32-k groups");
+  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= (kPaired ? kThreads / 2 : kThreads),
+                "one thread per cluster sum (the upper warps' in paired mode)");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
+};
+
+// Tensor copy global -> shared (sm_90), completion counted in bytes on `bar`.
+__device__ __forceinline__ void TmaLoad2D(uint32_t dst, const CUtensorMap* map, int x, int y,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+// r = 1 / rms(x) from sq = sum x^2, as WriteStats computes it.
+__device__ __forceinline__ float RmsInv(float sq, int64_t C, float rms_eps) {
+  return 1.0f / sqrtf(sq / static_cast<float>(4 * C) + rms_eps);
+}
+
+template <typename Tr, bool kWithU>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    MhcFwdClusterKernel(const __grid_constant__ CUtensorMap xmap,
+                        const uint16_t* __restrict__ fn_split, const float* __restrict__ scale,
+                        const float* __restrict__ base, float* __restrict__ stats,
+                        uint16_t* __restrict__ U, int64_t T, float rms_eps, float hc_eps) {
+  constexpr int kG = Tr::kGroups;  // 32-k groups of this warp
+  constexpr int64_t C = Tr::kC;
+  constexpr int64_t K = 4 * C;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full_bar[Tr::kStages];  // stage landed, per buffer
+  unsigned char* xbuf = smem;                 // [kStages][kStageTok][kRowBytes]
+  float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
+  float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
+  // wpart holds the next stage's warp partials while this stage's cluster sums are used.
+  float* zs = cpart + 2 * Tr::kCpartFloats;  // [kZsFloats]: see zs_all, zs_own
+  float* pre_s = zs + Tr::kZsFloats;         // [4][kStageTok]
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int rank = static_cast<int>(ClusterCtaRank());
+  const int64_t cluster = ClusterId(), nclusters = ClusterCount();
+  const int64_t ngroups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
+  const int64_t nstages = cluster < ngroups ? (ngroups - cluster + nclusters - 1) / nclusters : 0;
+  const int stream = warp / Tr::kSplit, part = warp % Tr::kSplit;
+  const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
+
+  // A fragments, as in MhcFwdStatsKernel: MMA k-slots {2q, 2q+1, 2q+8, 2q+9} of step s of
+  // 32-k group gi hold k = 32 gi + 8q + 4s + {0, 1, 2, 3} of the warp's k.
+  uint4 fa[kG][Tr::kMTiles][2];
+  {
+    const int64_t kw = stream * C + ch0 + part * (Tr::kSliceCh / Tr::kSplit);
+#pragma unroll
+    for (int gi = 0; gi < kG; ++gi) {
+#pragma unroll
+      for (int mt = 0; mt < Tr::kMTiles; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          fa[gi][mt][h] = __ldg(reinterpret_cast<const uint4*>(
+              fn_split + (16 * mt + g + 8 * h) * K + kw + 32 * gi + 8 * q));
+        }
+      }
+    }
+  }
+
+  // One tensor copy a stage: box {C/16 channels, 4 streams x kStageTok tokens} of X viewed as
+  // [4T, C], landing as [token][stream][channel] rows; rows past 4T are zero-filled, so tokens
+  // past T give zero sums (never written).
+  if (tid == 0) {
+    for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
+    MbarInitFence();
+  }
+  __syncthreads();
+  auto stage_x = [&](int64_t s) {
+    if (tid != 0 || s >= nstages) return;
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    const int b = static_cast<int>(s % Tr::kStages);
+    MbarArriveExpectTx(&full_bar[b], Tr::kStageBytes);
+    TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes), &xmap, static_cast<int>(ch0),
+              static_cast<int>(4 * t0), SmemAddr(&full_bar[b]));
+  };
+  // pre's inputs, in registers for the whole kernel.
+  const float scale0 = scale[0];
+  float bpre[4];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) bpre[a] = base[a];
+  const uint32_t cpart_s = SmemAddr(cpart);
+
+  // Paired mode: the lower warps' partials of the stage being multiplied, held until the upper
+  // warps' are in wpart.
+  const bool lower = Tr::kPaired && warp < Tr::kSlots;
+  float own[Tr::kNTiles][7];
+  // Stage s's MMAs: each warp's partial z (hi + lo) and sq of its k, into wpart (or own).
+  auto multiply = [&](int64_t s) {
+    MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
+    const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
+    // One n8 token tile at a time keeps 12 accumulators live next to fn's 24 kG registers
+    // (kG: this warp's 32-k groups).
+    float* wp = wpart + (warp % Tr::kSlots) * Tr::kVals * Tr::kWStride;
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+      const int tok = 8 * nt + g;
+      const unsigned char* row = xs + tok * Tr::kRowBytes;
+      float acc[Tr::kMTiles][4] = {};
+      float sq = 0.0f;
+#pragma unroll
+      for (int gi = 0; gi < kG; ++gi) {
+        const int c = stream * Tr::kStreamChunks + part * Tr::kWarpChunks + 4 * gi + q;
+        // Token rows are 2 KB apart: lanes g, g + 1 of a load phase share bank groups (2-way).
+        const uint4 b = *reinterpret_cast<const uint4*>(row + 16 * c);
+        float xf[8];
+        Unpack8(b, xf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sq = fmaf(xf[e], xf[e], sq);
+#pragma unroll
+        for (int mt = 0; mt < Tr::kMTiles; ++mt) {
+          MmaBf16(acc[mt], fa[gi][mt][0].x, fa[gi][mt][1].x, fa[gi][mt][0].y, fa[gi][mt][1].y, b.x,
+                  b.y);
+          MmaBf16(acc[mt], fa[gi][mt][0].z, fa[gi][mt][1].z, fa[gi][mt][0].w, fa[gi][mt][1].w, b.z,
+                  b.w);
+        }
+      }
+      // D rows: m-tile 0 = hi 0..15, 1 = hi 16..23 | lo 0..7, 2 = lo 8..23; a lane holds
+      // rows g and g + 8 of each, so hi_j and lo_j of j = g, 8 + g, 16 + g share a lane.
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        own[nt][3 * e] = acc[0][e] + acc[1][2 + e];
+        own[nt][3 * e + 1] = acc[0][2 + e] + acc[2][e];
+        own[nt][3 * e + 2] = acc[1][e] + acc[2][2 + e];
+      }
+      sq += __shfl_xor_sync(0xffffffffu, sq, 1);
+      sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+      own[nt][6] = sq;
+      if (!lower) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = 8 * nt + 2 * q + e;
+#pragma unroll
+          for (int j = 0; j < 3; ++j) wp[(8 * j + g) * Tr::kWStride + col] = own[nt][3 * e + j];
+        }
+        if (q == 0) wp[kLogits * Tr::kWStride + tok] = sq;
+      }
+    }
+  };
+  // Paired mode, lower warps once the upper warps' partials are in wpart: slot w = warp w's
+  // partial + warp w + 8's.
+  auto pair_sum = [&]() {
+    float* wp = wpart + warp * Tr::kVals * Tr::kWStride;
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * nt + 2 * q + e;
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+          float* w = &wp[(8 * j + g) * Tr::kWStride + col];
+          *w = own[nt][3 * e + j] + *w;
+        }
+      }
+      if (q == 0) {
+        float* w = &wp[kLogits * Tr::kWStride + 8 * nt + g];
+        *w = own[nt][6] + *w;
+      }
+    }
+  };
+  // The CTA's partials of stage s: its kSlots warp slots summed in order, into parity s % 2.
+  auto cta_sum = [&](int64_t s) {
+    float* cp = cpart + (s & 1) * Tr::kCpartFloats;
+    for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kSlots * 32) {
+      const int v = i / Tr::kStageTok, tok = i % Tr::kStageTok;
+      float sum = wpart[v * Tr::kWStride + tok];
+#pragma unroll
+      for (int w = 1; w < Tr::kSlots; ++w) sum += wpart[(w * Tr::kVals + v) * Tr::kWStride + tok];
+      cp[i] = sum;
+    }
+  };
+  // Cluster sums of stage s in rank order: z_0..3 and sq of every token, z_4..23 of this CTA's
+  // tokens.
+  auto cluster_sum = [&](int64_t s, int idx) {
+    // Thread idx sums into zs[idx] (zs_all, then zs_own order).
+    int v = -1, tok = 0;
+    if (idx < 5 * Tr::kStageTok) {
+      v = idx / Tr::kStageTok;
+      tok = idx % Tr::kStageTok;
+      v = v < 4 ? v : kLogits;
+    } else if (idx < 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok) {
+      const int i = idx - 5 * Tr::kStageTok;
+      v = 4 + i / Tr::kOwnTok;
+      tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
+    }
+    if (v >= 0) {
+      const uint32_t addr = cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats +
+                                                                 v * Tr::kStageTok + tok);
+      float p[Tr::kCtas];
+#pragma unroll
+      for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
+      float sum = p[0];
+#pragma unroll
+      for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
+      zs[idx] = sum;
+    }
+  };
+  // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
+  auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
+  auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
+  // m and r of this CTA's tokens of stage s; with U, pre of all its tokens.
+  auto coefficients = [&](int64_t s) {
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    if (kWithU && tid < Tr::kStageTok) {
+      const float r = RmsInv(zs[zs_all(kLogits, tid)], C, rms_eps);
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        const float m = r * zs[zs_all(a, tid)];
+        pre_s[a * Tr::kStageTok + tid] = Sigmoid(fmaf(m, scale0, bpre[a])) + hc_eps;
+      }
+    } else if (tid >= 32 && tid < 32 + Tr::kVals * Tr::kOwnTok) {
+      const int i = tid - 32;
+      const int own = i / Tr::kVals, v = i % Tr::kVals;
+      const int tok = rank * Tr::kOwnTok + own;
+      const int64_t t = t0 + tok;
+      if (t < T) {
+        const float r = RmsInv(zs[zs_all(kLogits, tok)], C, rms_eps);
+        const float z = v < 4 ? zs[zs_all(v, tok)] : (v < kLogits ? zs[zs_own(v, own)] : 0.0f);
+        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * z : r;
+      }
+    }
+  };
+  // U of stage s for this CTA's channels, from the X still in shared memory.
+  auto write_u = [&](int64_t s) {
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
+#pragma unroll
+    for (int it = 0; it < Tr::kStageTok * Tr::kStreamChunks / Tr::kThreads; ++it) {
+      const int i = tid + it * Tr::kThreads;
+      const int tok = i / Tr::kStreamChunks, c8 = i % Tr::kStreamChunks;
+      const int64_t t = t0 + tok;
+      if (t < T) {
+        const unsigned char* row = xs + tok * Tr::kRowBytes;
+        float u[8], xf[8];
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          const float p = pre_s[a * Tr::kStageTok + tok];
+          Unpack8(*reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8)), xf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) u[e] = a == 0 ? p * xf[e] : fmaf(p, xf[e], u[e]);
+        }
+        __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
+      }
+    }
+  };
+
+  // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
+  // between the arrive that publishes stage s's partials and the wait before reading them, so
+  // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
+  // Arrive k (k = 0 before the loop, k = s + 1 in iteration s) follows this CTA's
+  // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
+  // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
+  // which every CTA has finished reading by then: two parities suffice.
+  // X buffers: with U, buffer s % kStages is refilled once U of stage s is written; without U,
+  // once stage s's MMAs are done, which keeps one more stage in flight.
+  // Publishes this CTA's partials of the next stage (after a block barrier): with
+  // kRelaxedArrive one warp's release covers the CTA's earlier shared writes, which the block
+  // barrier ordered before it, and the other warps arrive without a fence.
+  auto arrive = [&]() {
+    if (Tr::kRelaxedArrive && warp != 0) {
+      ClusterArriveRelaxed();
+    } else {
+      ClusterArrive();
+    }
+  };
+  // Stage s + 1's CTA sum (if any) and stage s's cluster sum (if s >= 0), after the block
+  // barrier that follows stage s + 1's MMAs.
+  auto reduce = [&](int64_t s, bool next) {
+    if (Tr::kPaired) {
+      if (lower) {
+        if (next) pair_sum();
+        NamedBarrierSync(1, Tr::kSlots * 32);
+        if (s >= 0) ClusterWait();
+        if (next) cta_sum(s + 1);
+      } else {
+        if (s >= 0) ClusterWait();
+        if (s >= 0) cluster_sum(s, tid - Tr::kSlots * 32);
+      }
+    } else {
+      if (s >= 0) ClusterWait();
+      if (s >= 0) cluster_sum(s, tid);
+      if (next) cta_sum(s + 1);
+    }
+  };
+  for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
+  if (nstages > 0) {
+    multiply(0);
+    __syncthreads();
+    if (!kWithU) stage_x(Tr::kStages);
+    reduce(-1, true);
+  }
+  __syncthreads();
+  arrive();
+  for (int64_t s = 0; s < nstages; ++s) {
+    const bool next = s + 1 < nstages;
+    if (next) multiply(s + 1);
+    __syncthreads();  // wpart holds stage s + 1; the previous stage's zs and pre_s are consumed
+    if (!kWithU && next) stage_x(s + 1 + Tr::kStages);
+    reduce(s, next);
+    __syncthreads();  // zs complete; wpart free for stage s + 2
+    arrive();
+    coefficients(s);
+    if (kWithU) {
+      __syncthreads();  // pre_s complete
+      write_u(s);
+      __syncthreads();  // stage s's X buffer free
+      stage_x(s + Tr::kStages);
+    }
+  }
+  // No CTA may leave while another can still read its partials.
+  ClusterWait();
+}
+
+// The rest of the stats record from m = r z and r (floats 0..24, written by the cluster
+// kernel): l = m scale + base, pre, post, Sinkhorn, zeros. pre is computed as the cluster kernel
+// computes it for U, so U and stats agree bit for bit. 16 lanes a token, lane e holding
+// element (e / 4, e % 4) of the Sinkhorn matrix: one thread a token ran the 20 iterations'
+// ~640 dependent divisions at 4 warps an SM (27 us at T = 16384, H200).
+constexpr int kCoefThreads = 128;
+constexpr int kCoefTokens = kCoefThreads / 16;
+
+// Sum over the 4 lanes of a row (xor 1, 2) or a column (xor 4, 8) of a 16-lane group, in the
+// order ((v0 + v1) + (v2 + v3)) of SinkhornForward (FP32 addition commutes exactly).
+__device__ __forceinline__ float Sum4(float v, int m1, int m2) {
+  v += __shfl_xor_sync(0xffffffffu, v, m1);
+  return v + __shfl_xor_sync(0xffffffffu, v, m2);
+}
+
+__global__ void __launch_bounds__(kCoefThreads)
+    MhcFwdCoefKernel(const float* __restrict__ scale, const float* __restrict__ base,
+                     float* __restrict__ stats, int64_t T, float hc_eps, int iters) {
+  const int e = threadIdx.x % 16;
+  int64_t t = blockIdx.x * static_cast<int64_t>(kCoefTokens) + threadIdx.x / 16;
+  const bool valid = t < T;
+  t = valid ? t : T - 1;  // whole warps stay in the shuffles
+  float* st = stats + t * kMhcStatsWidth;
+  // Lanes 0..7: pre (0..3) and post (4..7).
+  if (e < 8 && valid) {
+    const float l = fmaf(st[e], scale[Group(e)], base[e]);
+    st[25 + e] = e < 4 ? Sigmoid(l) + hc_eps : 2.0f * Sigmoid(l);
+  }
+  const float L = fmaf(st[8 + e], scale[2], base[8 + e]);
+  float mx = fmaxf(L, __shfl_xor_sync(0xffffffffu, L, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float ex = expf(L - mx);
+  float P = ex / Sum4(ex, 1, 2) + hc_eps;
+  for (int it = 0; it < iters; ++it) {
+    if (it > 0) P /= Sum4(P, 1, 2) + hc_eps;
+    P /= Sum4(P, 4, 8) + hc_eps;
+  }
+  if (valid) {
+    st[33 + e] = P;
+    if (e < kMhcStatsWidth - 49) st[49 + e] = 0.0f;
+  }
+}
+
 // Enough CTAs to fill the device a few times over; a grid-stride loop does the rest. Fixed per
 // shape, so the result never depends on it (each element is written by one thread).
 int StreamGrid(int64_t T, int64_t C) {
@@ -318,10 +744,9 @@ int StreamGrid(int64_t T, int64_t C) {
   return static_cast<int>(blocks < 132 * 16 ? blocks : 132 * 16);
 }
 
-Status ForwardStats(const char* name, const uint16_t* X, const float* fn, const float* scale,
-                    const float* base, float* stats, int64_t T, int64_t C, float rms_eps,
-                    float hc_eps, int iters, void* workspace, int64_t workspace_bytes,
-                    cudaStream_t stream) {
+// The fn split of the forward workspace, written once per call for both stats paths.
+Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
+               int64_t workspace_bytes, int64_t T, cudaStream_t stream) {
   MHC_RETURN_IF_ERROR(CheckVec(name, workspace, "workspace"));
   const int64_t need = MhcForwardWorkspaceBytes(T, C);
   if (workspace_bytes < need) {
@@ -329,13 +754,179 @@ Status ForwardStats(const char* name, const uint16_t* X, const float* fn, const 
                            std::to_string(workspace_bytes) + " bytes, needs " +
                            std::to_string(need));
   }
-  uint16_t* fn_split = static_cast<uint16_t*>(workspace);
   const int64_t K = 4 * C;
   const int64_t split_blocks = (kLogits * K / 4 + kSplitThreads - 1) / kSplitThreads;
   MhcFnSplitKernel<<<static_cast<unsigned>(split_blocks < kSplitMaxBlocks ? split_blocks
                                                                           : kSplitMaxBlocks),
-                     kSplitThreads, 0, stream>>>(fn, fn_split, K);
+                     kSplitThreads, 0, stream>>>(fn, static_cast<uint16_t*>(workspace), K);
+  return LaunchStatus(name);
+}
+
+// The cluster path runs where fn's k-slices fit in registers (C a multiple of 1024 up to 4096;
+// only C = 4096 is instantiated and tested) and the device can hold a 16-CTA cluster of them.
+// Chosen by C, T and the device alone, the same for forward_stats and forward_prepare (their stats
+// must be the same bits): from T = kLongT on, the two-kernel path's 64-token stats kernel is the
+// faster forward_stats (H200, C = 4096, ms two-kernel / cluster: T = 12288 stats 0.189 / 0.183,
+// prepare 0.309 / 0.255; T = 16384 stats 0.195 / 0.239, prepare 0.358 / 0.334).
+#ifndef MHC_CLUSTER_STAGE_TOK
+#define MHC_CLUSTER_STAGE_TOK 32
+#endif
+#ifndef MHC_CLUSTER_STAGES
+#define MHC_CLUSTER_STAGES 3
+#endif
+// 16 warps (4 a stream) were slower than 8 on the H200 (T = 16384: stats 0.302 / 0.270 ms
+// without / with the relaxed arrive, against 0.255 / 0.239 with 8) and racecheck reported
+// hazards on pre_s for them that the 8-warp builds do not show: kept for the record, not used.
+#ifndef MHC_CLUSTER_WARPS_PER_STREAM
+#define MHC_CLUSTER_WARPS_PER_STREAM 2
+#endif
+// The relaxed arrive (one release by warp 0 after a block barrier) measured faster for
+// forward_stats (T = 16384: 0.239 vs 0.255 ms) and equal for forward_prepare (0.334 vs 0.331).
+#ifndef MHC_CLUSTER_RELAXED
+#define MHC_CLUSTER_RELAXED 1
+#endif
+using ClusterTr = FwdClusterTraits<4, MHC_CLUSTER_STAGE_TOK, MHC_CLUSTER_STAGES,
+                                   MHC_CLUSTER_WARPS_PER_STREAM, MHC_CLUSTER_RELAXED != 0>;
+
+cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  using Tr = ClusterTr;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * Tr::kCtas));
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = Tr::kCtas;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+template <bool kWithU>
+Status PrepareClusterKernel(const char* name, int* max_clusters) {
+  auto kernel = MhcFwdClusterKernel<ClusterTr, kWithU>;
+  MHC_RETURN_IF_ERROR(
+      CudaStatus(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      ClusterTr::kSmemBytes),
+                 name));
+  MHC_RETURN_IF_ERROR(CudaStatus(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), name));
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = ClusterConfig(1, nullptr, &attr);
+  return CudaStatus(cudaOccupancyMaxActiveClusters(max_clusters, kernel, &cfg), name);
+}
+
+// Resident 16-CTA clusters of the cluster kernel on the current device (0: the path is off, as
+// it is for C other than 4096 and T >= kLongT).
+// The query runs once per device: it costs host time on every call otherwise, and its answer
+// depends on the device alone. (The attributes it sets are per device too, set before it.)
+constexpr int kMaxDevices = 64;
+std::atomic<int> g_active_clusters[kMaxDevices];  // 0: not queried yet, else clusters + 1
+
+Status ActiveClusters(const char* name, int64_t T, int64_t C, int* clusters) {
+  *clusters = 0;
+  if (C != ClusterTr::kC || T >= kLongT) return OkStatus();
+  int device = 0;
+  MHC_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), name));
+  std::atomic<int>* cached =
+      device >= 0 && device < kMaxDevices ? &g_active_clusters[device] : nullptr;
+  if (cached != nullptr) {
+    const int v = cached->load(std::memory_order_relaxed);
+    if (v > 0) {
+      *clusters = v - 1;
+      return OkStatus();
+    }
+  }
+  int with_u = 0, without_u = 0;
+  MHC_RETURN_IF_ERROR(PrepareClusterKernel<true>(name, &with_u));
+  MHC_RETURN_IF_ERROR(PrepareClusterKernel<false>(name, &without_u));
+  *clusters = with_u < without_u ? with_u : without_u;
+  if (cached != nullptr) cached->store(*clusters + 1, std::memory_order_relaxed);
+  return OkStatus();
+}
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda),
+// as in mhc_backward.cu.
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+Status GetEncodeTiled(EncodeTiledFn* fn, const char* name) {
+  static std::once_flag once;
+  static EncodeTiledFn cached = nullptr;
+  static cudaError_t err = cudaSuccess;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                           &q);
+    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
+      cached = reinterpret_cast<EncodeTiledFn>(p);
+    }
+  });
+  if (cached == nullptr) {
+    return Internal(std::string(name) +
+                    ": cuTensorMapEncodeTiled unavailable: " + cudaGetErrorString(err));
+  }
+  *fn = cached;
+  return OkStatus();
+}
+
+Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, const float* base,
+                      float* stats, uint16_t* U, int64_t T, float rms_eps, float hc_eps, int iters,
+                      const void* workspace, int max_clusters, cudaStream_t stream) {
+  using Tr = ClusterTr;
+  // The tensor copy's row coordinate (4 t) is 32-bit.
+  if (T >= (int64_t{1} << 29)) {
+    return InvalidArgument(std::string(name) + ": T must be < 2^29, got " + std::to_string(T));
+  }
+  EncodeTiledFn encode = nullptr;
+  MHC_RETURN_IF_ERROR(GetEncodeTiled(&encode, name));
+  CUtensorMap xmap;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(Tr::kC), static_cast<cuuint64_t>(4 * T)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(Tr::kC * 2)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(Tr::kSliceCh),
+                             static_cast<cuuint32_t>(4 * Tr::kStageTok)};
+  const cuuint32_t ones[2] = {1, 1};
+  const CUresult r =
+      encode(&xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t*>(X), dims, strides,
+             box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return Internal(std::string(name) + ": cuTensorMapEncodeTiled failed (" + std::to_string(r) +
+                    ")");
+  }
+  const int64_t groups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
+  const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
+  const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = ClusterConfig(clusters, stream, &attr);
+  if (U != nullptr) {
+    MHC_RETURN_IF_ERROR(
+        CudaStatus(cudaLaunchKernelEx(&cfg, MhcFwdClusterKernel<ClusterTr, true>, xmap, fn_split,
+                                      scale, base, stats, U, T, rms_eps, hc_eps),
+                   name));
+  } else {
+    MHC_RETURN_IF_ERROR(
+        CudaStatus(cudaLaunchKernelEx(&cfg, MhcFwdClusterKernel<ClusterTr, false>, xmap, fn_split,
+                                      scale, base, stats, U, T, rms_eps, hc_eps),
+                   name));
+  }
   MHC_RETURN_IF_ERROR(LaunchStatus(name));
+  const int64_t coef_blocks = (T + kCoefTokens - 1) / kCoefTokens;
+  MhcFwdCoefKernel<<<static_cast<unsigned>(coef_blocks), kCoefThreads, 0, stream>>>(
+      scale, base, stats, T, hc_eps, iters);
+  return LaunchStatus(name);
+}
+
+// The two-kernel path (stats kernel; forward_prepare adds the U kernel): every other C.
+Status ForwardStats(const char* name, const uint16_t* X, const float* scale, const float* base,
+                    float* stats, int64_t T, int64_t C, float rms_eps, float hc_eps, int iters,
+                    const void* workspace, cudaStream_t stream) {
+  const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
   auto launch = [&](auto kernel, auto traits) -> Status {
     using Tr = decltype(traits);
     // Above the 48 KiB default; set on every call since the attribute is per device.
@@ -373,8 +964,16 @@ Status MhcForwardStatsCuda(const MhcFwdStatsParams& p, cudaStream_t stream) {
   MHC_RETURN_IF_ERROR(mhc_cuda::CheckForwardArgs(name, p.X, p.fn, p.scale, p.base, p.stats, p.T,
                                                  p.C, p.sinkhorn_iters));
   if (p.T == 0) return OkStatus();
-  return mhc_cuda::ForwardStats(name, p.X, p.fn, p.scale, p.base, p.stats, p.T, p.C, p.rms_eps,
-                                p.hc_eps, p.sinkhorn_iters, p.workspace, p.workspace_bytes, stream);
+  MHC_RETURN_IF_ERROR(
+      mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
+  int clusters = 0;
+  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.T, p.C, &clusters));
+  if (clusters > 0) {
+    return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, nullptr, p.T, p.rms_eps,
+                                    p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
+  }
+  return mhc_cuda::ForwardStats(name, p.X, p.scale, p.base, p.stats, p.T, p.C, p.rms_eps, p.hc_eps,
+                                p.sinkhorn_iters, p.workspace, stream);
 }
 
 Status MhcForwardPrepareCuda(const MhcFwdPrepareParams& p, cudaStream_t stream) {
@@ -383,9 +982,17 @@ Status MhcForwardPrepareCuda(const MhcFwdPrepareParams& p, cudaStream_t stream) 
                                                  p.C, p.sinkhorn_iters));
   if (p.T == 0) return OkStatus();
   MHC_RETURN_IF_ERROR(mhc_cuda::CheckVec(name, p.U, "U"));
-  MHC_RETURN_IF_ERROR(mhc_cuda::ForwardStats(name, p.X, p.fn, p.scale, p.base, p.stats, p.T, p.C,
+  MHC_RETURN_IF_ERROR(
+      mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
+  int clusters = 0;
+  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.T, p.C, &clusters));
+  if (clusters > 0) {
+    return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, p.U, p.T, p.rms_eps,
+                                    p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
+  }
+  MHC_RETURN_IF_ERROR(mhc_cuda::ForwardStats(name, p.X, p.scale, p.base, p.stats, p.T, p.C,
                                              p.rms_eps, p.hc_eps, p.sinkhorn_iters, p.workspace,
-                                             p.workspace_bytes, stream));
+                                             stream));
   mhc_cuda::MhcFwdUKernel<<<mhc_cuda::StreamGrid(p.T, p.C), mhc_cuda::kStreamThreads, 0, stream>>>(
       p.X, p.stats, p.U, p.T, p.C);
   return mhc_cuda::LaunchStatus(name);

@@ -366,11 +366,11 @@ TEST_P(MhcKernelsAccuracy, AllFunctionsMatchReference) {
 
 // A covering set of T x C x iters (the CPU oracle bounds the largest).
 INSTANTIATE_TEST_SUITE_P(Shapes, MhcKernelsAccuracy,
-                         ::testing::Values(Case{1, 7168, 64}, Case{1, 256, 1}, Case{7, 4096, 1},
-                                           Case{7, 256, 20}, Case{7, 16384, 20},
-                                           Case{4096, 4096, 20}, Case{4096, 7168, 64},
-                                           Case{4096, 512, 1}, Case{16384, 256, 64},
-                                           Case{16384, 4096, 20}),
+                         ::testing::Values(Case{1, 7168, 64}, Case{1, 256, 1}, Case{1, 4096, 20},
+                                           Case{7, 4096, 1}, Case{45, 4096, 3}, Case{7, 256, 20},
+                                           Case{7, 16384, 20}, Case{4096, 4096, 20},
+                                           Case{4096, 7168, 64}, Case{4096, 512, 1},
+                                           Case{16384, 256, 64}, Case{16384, 4096, 20}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return "T" + std::to_string(info.param.T) + "_C" +
                                   std::to_string(info.param.C) + "_it" +
@@ -590,10 +590,11 @@ TEST(MhcKernels, RejectsBadArguments) {
   EXPECT_EQ(MhcForwardStatsCuda(s, nullptr).code(), StatusCode::kInvalidArgument);
 }
 
-// Small, for compute-sanitizer (memcheck, racecheck): every function, ragged token tiles.
+// Small, for compute-sanitizer (memcheck, racecheck): every function, ragged token tiles; C = 4096
+// takes the forward's cluster path, the others the two-kernel path.
 TEST(MhcKernels, SanitizeSmall) {
   CAKEGRAD_REQUIRE_GPU();
-  for (const Case cs : {Case{7, 256, 3}, Case{67, 512, 2}}) {
+  for (const Case cs : {Case{7, 256, 3}, Case{67, 512, 2}, Case{37, 4096, 2}}) {
     const HostProblem h(cs.T, cs.C, cs.iters);
     const Oracle o = ComputeOracle(h);
     DeviceProblem d(h, o);
