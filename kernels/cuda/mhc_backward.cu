@@ -14,12 +14,11 @@
 //      dbase (those two in FP64), in a fixed order; adds them to the outputs under accumulate.
 // Nothing depends on the workspace's prior contents, the grids are functions of (T, C,
 // sinkhorn_iters) only, and there are no atomics, so the results are bitwise reproducible.
-#include <cuda.h>  // CUtensorMap and its enums (the encoder is reached through the runtime)
 
-#include <mutex>
 
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
+#include "mhc_tensor_map.h"
 #include "reference/mhc_layout.h"
 
 namespace cakegrad::kernels {
@@ -679,49 +678,6 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   }
 }
 
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-Status GetEncodeTiled(EncodeTiledFn* fn, const char* name) {
-  static std::once_flag once;
-  static EncodeTiledFn cached = nullptr;
-  static cudaError_t err = cudaSuccess;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                           &q);
-    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
-      cached = reinterpret_cast<EncodeTiledFn>(p);
-    }
-  });
-  if (cached == nullptr) {
-    return Internal(std::string(name) +
-                    ": cuTensorMapEncodeTiled unavailable: " + cudaGetErrorString(err));
-  }
-  *fn = cached;
-  return OkStatus();
-}
-
-// A tiled map of `rank` dims (innermost first) with boxes of `box`; elements past the tensor
-// read as zero.
-Status EncodeMap(EncodeTiledFn encode, CUtensorMap* map, CUtensorMapDataType type, int rank,
-                 const void* base, const cuuint64_t* dims, const cuuint64_t* strides,
-                 const cuuint32_t* box, CUtensorMapSwizzle swizzle, const char* name) {
-  const cuuint32_t ones[3] = {1, 1, 1};
-  const CUresult r = encode(map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims,
-                            strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return Internal(std::string(name) + ": cuTensorMapEncodeTiled failed (" + std::to_string(r) +
-                    ")");
-  }
-  return OkStatus();
-}
-
 }  // namespace
 }  // namespace mhc_cuda
 
@@ -796,8 +752,6 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
   using ColTr = mhc_cuda::BwdColumnsTcTraits<64, 3>;
-  mhc_cuda::EncodeTiledFn encode = nullptr;
-  MHC_RETURN_IF_ERROR(mhc_cuda::GetEncodeTiled(&encode, name));
   mhc_cuda::BwdColumnsMaps maps;
   {
     const cuuint64_t T64 = static_cast<cuuint64_t>(p.T), C64 = static_cast<cuuint64_t>(p.C);
@@ -818,15 +772,15 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
     const auto swz = CU_TENSOR_MAP_SWIZZLE_128B;
     const auto flat = CU_TENSOR_MAP_SWIZZLE_NONE;
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeMap(encode, &maps.x, bf16, 3, p.X, x_dims, x_strides, x_box, swz, name));
+        mhc_cuda::EncodeTiledMap(&maps.x, bf16, 3, p.X, x_dims, x_strides, x_box, swz, name));
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeMap(encode, &maps.dy, bf16, 3, p.dY, x_dims, x_strides, x_box, swz, name));
+        mhc_cuda::EncodeTiledMap(&maps.dy, bf16, 3, p.dY, x_dims, x_strides, x_box, swz, name));
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeMap(encode, &maps.du, bf16, 2, p.dU, u_dims, u_strides, u_box, swz, name));
-    MHC_RETURN_IF_ERROR(mhc_cuda::EncodeMap(encode, &maps.rec, f32, 2, records, r_dims, r_strides,
-                                            r_box, flat, name));
-    MHC_RETURN_IF_ERROR(mhc_cuda::EncodeMap(encode, &maps.stats, f32, 2, p.stats, r_dims, r_strides,
-                                            r_box, flat, name));
+        mhc_cuda::EncodeTiledMap(&maps.du, bf16, 2, p.dU, u_dims, u_strides, u_box, swz, name));
+    MHC_RETURN_IF_ERROR(
+        mhc_cuda::EncodeTiledMap(&maps.rec, f32, 2, records, r_dims, r_strides, r_box, flat, name));
+    MHC_RETURN_IF_ERROR(mhc_cuda::EncodeTiledMap(&maps.stats, f32, 2, p.stats, r_dims, r_strides,
+                                                 r_box, flat, name));
   }
   auto* col_kernel = mhc_cuda::MhcBwdColumnsTcKernel<ColTr>;
   // Above the 48 KiB default; set on every call since the attribute is per device.

@@ -7,14 +7,13 @@
 // 16 significant bits, |fn - hi - lo| <= 2^-18 |fn|) so the 48 rows [hi; lo] times x, summed in
 // FP32, give z to about FP32 accuracy. The split is done once per call (MhcFnSplitKernel, into
 // the forward workspace) and the stats kernel stages it with cp.async, one chunk ahead.
-#include <cuda.h>  // CUtensorMap and its enums (the encoder is reached through the runtime)
 
 #include <atomic>
-#include <mutex>
 #include <string>
 
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
+#include "mhc_tensor_map.h"
 
 namespace cakegrad::kernels {
 namespace mhc_cuda {
@@ -768,25 +767,13 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 // must be the same bits): from T = kLongT on, the two-kernel path's 64-token stats kernel is the
 // faster forward_stats (H200, C = 4096, ms two-kernel / cluster: T = 12288 stats 0.189 / 0.183,
 // prepare 0.309 / 0.255; T = 16384 stats 0.195 / 0.239, prepare 0.358 / 0.334).
-#ifndef MHC_CLUSTER_STAGE_TOK
-#define MHC_CLUSTER_STAGE_TOK 32
-#endif
-#ifndef MHC_CLUSTER_STAGES
-#define MHC_CLUSTER_STAGES 3
-#endif
-// 16 warps (4 a stream) were slower than 8 on the H200 (T = 16384: stats 0.302 / 0.270 ms
-// without / with the relaxed arrive, against 0.255 / 0.239 with 8) and racecheck reported
-// hazards on pre_s for them that the 8-warp builds do not show: kept for the record, not used.
-#ifndef MHC_CLUSTER_WARPS_PER_STREAM
-#define MHC_CLUSTER_WARPS_PER_STREAM 2
-#endif
-// The relaxed arrive (one release by warp 0 after a block barrier) measured faster for
-// forward_stats (T = 16384: 0.239 vs 0.255 ms) and equal for forward_prepare (0.334 vs 0.331).
-#ifndef MHC_CLUSTER_RELAXED
-#define MHC_CLUSTER_RELAXED 1
-#endif
-using ClusterTr = FwdClusterTraits<4, MHC_CLUSTER_STAGE_TOK, MHC_CLUSTER_STAGES,
-                                   MHC_CLUSTER_WARPS_PER_STREAM, MHC_CLUSTER_RELAXED != 0>;
+// 32-token stages through 3 buffers; 16-token stages were slower. 2 warps a stream (8 a CTA): 16
+// warps (4 a stream) were slower on the H200 (T = 16384: stats 0.302 / 0.270 ms without / with the
+// relaxed arrive, against 0.255 / 0.239 with 8) and racecheck reported hazards on pre_s for them
+// that the 8-warp builds do not show. The relaxed arrive (one release by warp 0 after a block
+// barrier) measured faster for forward_stats (T = 16384: 0.239 vs 0.255 ms) and equal for
+// forward_prepare (0.334 vs 0.331).
+using ClusterTr = FwdClusterTraits<4, 32, 3, 2, true>;
 
 cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
   using Tr = ClusterTr;
@@ -847,34 +834,6 @@ Status ActiveClusters(const char* name, int64_t T, int64_t C, int* clusters) {
   return OkStatus();
 }
 
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda),
-// as in mhc_backward.cu.
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-Status GetEncodeTiled(EncodeTiledFn* fn, const char* name) {
-  static std::once_flag once;
-  static EncodeTiledFn cached = nullptr;
-  static cudaError_t err = cudaSuccess;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                           &q);
-    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
-      cached = reinterpret_cast<EncodeTiledFn>(p);
-    }
-  });
-  if (cached == nullptr) {
-    return Internal(std::string(name) +
-                    ": cuTensorMapEncodeTiled unavailable: " + cudaGetErrorString(err));
-  }
-  *fn = cached;
-  return OkStatus();
-}
-
 Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, const float* base,
                       float* stats, uint16_t* U, int64_t T, float rms_eps, float hc_eps, int iters,
                       const void* workspace, int max_clusters, cudaStream_t stream) {
@@ -883,22 +842,13 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, c
   if (T >= (int64_t{1} << 29)) {
     return InvalidArgument(std::string(name) + ": T must be < 2^29, got " + std::to_string(T));
   }
-  EncodeTiledFn encode = nullptr;
-  MHC_RETURN_IF_ERROR(GetEncodeTiled(&encode, name));
   CUtensorMap xmap;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(Tr::kC), static_cast<cuuint64_t>(4 * T)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(Tr::kC * 2)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(Tr::kSliceCh),
                              static_cast<cuuint32_t>(4 * Tr::kStageTok)};
-  const cuuint32_t ones[2] = {1, 1};
-  const CUresult r =
-      encode(&xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t*>(X), dims, strides,
-             box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return Internal(std::string(name) + ": cuTensorMapEncodeTiled failed (" + std::to_string(r) +
-                    ")");
-  }
+  MHC_RETURN_IF_ERROR(EncodeTiledMap(&xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, X, dims, strides,
+                                     box, CU_TENSOR_MAP_SWIZZLE_NONE, name));
   const int64_t groups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
   const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
   const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
