@@ -15,7 +15,6 @@
 // Nothing depends on the workspace's prior contents, the grids are functions of (T, C,
 // sinkhorn_iters) only, and there are no atomics, so the results are bitwise reproducible.
 
-
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 #include "mhc_tensor_map.h"
@@ -361,24 +360,6 @@ struct BwdColumnsTcTraits {
 // Byte offset of channel ch (a multiple of 4) of row r in a 128-byte-swizzled tile.
 __device__ __forceinline__ uint32_t Swz128(int r, int ch) {
   return static_cast<uint32_t>(r * 128 + ((((ch >> 3) ^ r) & 7) << 4) + ((ch & 7) << 1));
-}
-
-// Tensor copies global -> shared (sm_90), completion counted in bytes on `bar`.
-__device__ __forceinline__ void TmaLoad2D(uint32_t dst, const CUtensorMap* map, int x, int y,
-                                          uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-__device__ __forceinline__ void TmaLoad3D(uint32_t dst, const CUtensorMap* map, int x, int y, int z,
-                                          uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(bar)
-      : "memory");
 }
 
 // The five tensor maps of one call (kernel parameters: the copy engine reads them from there).

@@ -378,16 +378,6 @@ struct FwdClusterTraits {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
 };
 
-// Tensor copy global -> shared (sm_90), completion counted in bytes on `bar`.
-__device__ __forceinline__ void TmaLoad2D(uint32_t dst, const CUtensorMap* map, int x, int y,
-                                          uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-
 // r = 1 / rms(x) from sq = sum x^2, as WriteStats computes it.
 __device__ __forceinline__ float RmsInv(float sq, int64_t C, float rms_eps) {
   return 1.0f / sqrtf(sq / static_cast<float>(4 * C) + rms_eps);
