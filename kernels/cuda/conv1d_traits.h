@@ -38,11 +38,16 @@ using FwdTraits = TileTraits<128, 64, 32>;
 // Backward: 256-thread CTAs, two per SM at 128 registers (V = 4; 16 warps per SM, as four
 // 128-thread CTAs gave before). Under "bf16" each CTA holds SiLU''s table in shared memory
 // (below), and a CTA twice as large copies it half as often: 48 KB of rings + 31.5 KB of table +
-// 3 KB per CTA, ~169 KB per SM, which leaves ~60 KB of L1 for the rings' cp.async.ca copies. A
-// tile of 512 tokens when C >= 256 keeps the partial rows at 20 bytes per channel per 512 tokens
-// (0.6% of the main traffic, written and read once). On the H200 this alone took the "fp32"
-// backward from 288-294 to 276-282 us at 32768 x 4096 (2026-11-29, conv1d-s6).
-using BwdTraits = TileTraits<256, 64, 32>;
+// ~6 KB per CTA, ~172 KB per SM, which leaves ~56 KB of L1 for the rings' cp.async.ca copies.
+// Segments of 136 tokens: a walk of L tokens takes L + 6 steps (the halo) rounded up to the
+// ring's 12-step body, so 136 (144 steps) wastes less than 64 did (72 steps for 64 tokens), and a
+// CTA's start-up (ring prefill, document search, table copy, under block barriers) is paid for
+// 1088 tokens instead of 512. On the H200 (sixth session, same call, two runs each) that took
+// "bf16" from 259-264 to 243-245 us at 32768 x 4096 (1.28-1.29x the floor) and from 1452-1669
+// to 1319-1390 us at 65536 x 12288 (1.16-1.22x); "fp32" 274-280 -> 279-282 us (small shape) and
+// 1617-1880 -> 1555-1763 us (large, power-capped); L = 100 was in between. The partial rows are
+// 20 bytes per channel per 1088-token tile (0.3% of the main traffic).
+using BwdTraits = TileTraits<256, 136, 32>;
 
 // SiLU' of every BF16 preactivation p the "bf16" policy can see, correctly rounded to FP32 from
 // FP64, indexed by p's 16 bits with the magnitude clamped to [kSiluTabLo, kSiluTabHi] =
