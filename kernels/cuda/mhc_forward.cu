@@ -326,21 +326,28 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with cp.async through
 //     kStages shared buffers, two stages ahead.
 //   - Per stage each warp multiplies its k on the tensor cores (fresh accumulators: at most 128 k
-//     per warp, so the MMA's truncating FP32 accumulation never runs long) and adds hi + lo; the
-//     CTA sums its 8 warps in order; the cluster sums the 16 CTA partials through distributed
-//     shared memory in rank order. Every CTA sums z_0..3 and sq of all 32 tokens (for pre, hence
-//     U), and CTA r all 24 z of its 2 tokens, whose m = r z and r it writes to stats.
+//     per warp, so the MMA's truncating FP32 accumulation never runs long) and adds hi + lo;
+//     with kSqOnMma sq too (the diagonal of x x^T). The CTA sums its 8 warps in order; the
+//     cluster sums the 16 CTA partials through distributed shared memory in rank order. CTA r
+//     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U (or
+//     without kLean) every CTA also sums z_0..3 and sq of all 32 tokens, for pre.
 //   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
 // The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
 // so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
 // Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
 // without U and for any number of resident clusters.
-template <int kG, int kStageTokens, int kStageBuffers, int kWarpsPerStream, bool kRelaxed>
+// kSqOnMma: sq by MMAs (else FP32 FMAs); kLean: unpadded, swizzled warp partials summed 4 tokens a
+// thread, and own-token sums only without U; kTileStep: n8 token tiles multiplied together.
+template <int kG, int kStageTokens, int kStageBuffers, int kWarpsPerStream, bool kRelaxed,
+          bool kSqOnMma, bool kLean, int kTileStep>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
   static constexpr int kSplit = kWarpsPerStream;  // warps sharing a stream's C/16 channels
   static constexpr bool kRelaxedArrive = kRelaxed;
+  static constexpr bool kSqMma = kSqOnMma;
+  static constexpr bool kLeanSums = kLean;
+  static constexpr int kTilesAStep = kTileStep;
   static constexpr int kWarps = 4 * kSplit;
   // With 16 warps, warps w and w + 8 are summed in pairs first (w + 8 through wpart, w from
   // registers), so wpart keeps 8 slots and the stage buffers still fit.
@@ -359,8 +366,9 @@ struct FwdClusterTraits {
   static constexpr int kWarpChunks = kStreamChunks / kSplit;  // kGroups 32-k groups
   static constexpr int kRowBytes = 16 * kRowChunks;
   static constexpr int kStageBytes = kStageTok * kRowBytes;
-  static constexpr int kVals = kLogits + 1;       // z_0..23, sq
-  static constexpr int kWStride = kStageTok + 1;  // floats; spreads a warp's fragment stores
+  static constexpr int kVals = kLogits + 1;  // z_0..23, sq
+  // floats; kLean: unpadded rows with an XOR swizzle (see wp_index), else one float of padding.
+  static constexpr int kWStride = kLean ? kStageTok : kStageTok + 1;
   static constexpr int kWpartFloats = kSlots * kVals * kWStride;
   static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
   static constexpr int kOwnTok = kStageTok / kCtas;
@@ -373,6 +381,8 @@ struct FwdClusterTraits {
   static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
   static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
   static_assert(kWarpChunks % 4 == 0, "a warp's k is whole 32-k groups");
+  static_assert(kNTiles % kTileStep == 0, "token tiles are multiplied kTileStep at a time");
+  static_assert(!kLean || kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
   static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= (kPaired ? kThreads / 2 : kThreads),
                 "one thread per cluster sum (the upper warps' in paired mode)");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
@@ -456,55 +466,95 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // warps' are in wpart.
   const bool lower = Tr::kPaired && warp < Tr::kSlots;
   float own[Tr::kNTiles][7];
+  // wpart's float of value v (z_0..23, sq) and stage token tok in a warp's slot. kLeanSums: rows
+  // of 32 floats with token bits 3..4 XORed with v's bits 0..1, so that a warp's float2 fragment
+  // stores (rows 8j + g, columns 8nt + 2q) hit a bank at most twice and the float4 reads of the
+  // CTA sum (a quarter-warp reads one row) do not conflict; else one float of padding a row.
+  auto wp_index = [](int v, int tok) {
+    return v * Tr::kWStride + (Tr::kLeanSums ? tok ^ ((v & 3) << 3) : tok);
+  };
+  // The lane that holds sq of token g of a tile: the MMA's diagonal element (g, g), or lane q = 0
+  // after the quad's shuffles.
+  const bool sq_lane = Tr::kSqMma ? q == (g >> 1) : q == 0;
   // Stage s's MMAs: each warp's partial z (hi + lo) and sq of its k, into wpart (or own).
   auto multiply = [&](int64_t s) {
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
-    // One n8 token tile at a time keeps 12 accumulators live next to fn's 24 kG registers
-    // (kG: this warp's 32-k groups).
     float* wp = wpart + (warp % Tr::kSlots) * Tr::kVals * Tr::kWStride;
+    // kN n8 token tiles at a time: kN independent chains of MMAs (12 kN accumulators live next to
+    // fn's 24 kG registers; kG: this warp's 32-k groups).
+    constexpr int kN = Tr::kTilesAStep;
 #pragma unroll
-    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-      const int tok = 8 * nt + g;
-      const unsigned char* row = xs + tok * Tr::kRowBytes;
-      float acc[Tr::kMTiles][4] = {};
-      float sq = 0.0f;
+    for (int n0 = 0; n0 < Tr::kNTiles; n0 += kN) {
+      float acc[kN][Tr::kMTiles][4] = {};
+      float sqa[kN][4] = {};  // kSqMma: sq's MMA accumulators; else sq in sqa[n][0]
 #pragma unroll
       for (int gi = 0; gi < kG; ++gi) {
         const int c = stream * Tr::kStreamChunks + part * Tr::kWarpChunks + 4 * gi + q;
         // Token rows are 2 KB apart: lanes g, g + 1 of a load phase share bank groups (2-way).
-        const uint4 b = *reinterpret_cast<const uint4*>(row + 16 * c);
-        float xf[8];
-        Unpack8(b, xf);
+        uint4 b[kN];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) sq = fmaf(xf[e], xf[e], sq);
+        for (int n = 0; n < kN; ++n) {
+          b[n] = *reinterpret_cast<const uint4*>(xs + (8 * (n0 + n) + g) * Tr::kRowBytes + 16 * c);
+        }
 #pragma unroll
-        for (int mt = 0; mt < Tr::kMTiles; ++mt) {
-          MmaBf16(acc[mt], fa[gi][mt][0].x, fa[gi][mt][1].x, fa[gi][mt][0].y, fa[gi][mt][1].y, b.x,
-                  b.y);
-          MmaBf16(acc[mt], fa[gi][mt][0].z, fa[gi][mt][1].z, fa[gi][mt][0].w, fa[gi][mt][1].w, b.z,
-                  b.w);
+        for (int n = 0; n < kN; ++n) {
+#pragma unroll
+          for (int mt = 0; mt < Tr::kMTiles; ++mt) {
+            MmaBf16(acc[n][mt], fa[gi][mt][0].x, fa[gi][mt][1].x, fa[gi][mt][0].y, fa[gi][mt][1].y,
+                    b[n].x, b[n].y);
+            MmaBf16(acc[n][mt], fa[gi][mt][0].z, fa[gi][mt][1].z, fa[gi][mt][0].w, fa[gi][mt][1].w,
+                    b[n].z, b[n].w);
+          }
+          if (Tr::kSqMma) {
+            // sq on the tensor cores too: A = the tile's x as rows 0..7 (rows 8..15 zero) and B
+            // = x^T in the same k map give D[g][n] = x_g . x_n, whose diagonal is sq. Two MMAs
+            // replace 8 unpacks and 8 dependent FMAs; BF16 squares are exact in FP32.
+            MmaBf16(sqa[n], b[n].x, 0u, b[n].y, 0u, b[n].x, b[n].y);
+            MmaBf16(sqa[n], b[n].z, 0u, b[n].w, 0u, b[n].z, b[n].w);
+          } else {
+            float xf[8];
+            Unpack8(b[n], xf);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) sqa[n][0] = fmaf(xf[e], xf[e], sqa[n][0]);
+          }
         }
       }
-      // D rows: m-tile 0 = hi 0..15, 1 = hi 16..23 | lo 0..7, 2 = lo 8..23; a lane holds
-      // rows g and g + 8 of each, so hi_j and lo_j of j = g, 8 + g, 16 + g share a lane.
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        own[nt][3 * e] = acc[0][e] + acc[1][2 + e];
-        own[nt][3 * e + 1] = acc[0][2 + e] + acc[2][e];
-        own[nt][3 * e + 2] = acc[1][e] + acc[2][2 + e];
-      }
-      sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-      sq += __shfl_xor_sync(0xffffffffu, sq, 2);
-      own[nt][6] = sq;
-      if (!lower) {
+      for (int n = 0; n < kN; ++n) {
+        const int nt = n0 + n;
+        const int tok = 8 * nt + g;
+        // D rows: m-tile 0 = hi 0..15, 1 = hi 16..23 | lo 0..7, 2 = lo 8..23; a lane holds
+        // rows g and g + 8 of each, so hi_j and lo_j of j = g, 8 + g, 16 + g share a lane.
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int col = 8 * nt + 2 * q + e;
-#pragma unroll
-          for (int j = 0; j < 3; ++j) wp[(8 * j + g) * Tr::kWStride + col] = own[nt][3 * e + j];
+          own[nt][3 * e] = acc[n][0][e] + acc[n][1][2 + e];
+          own[nt][3 * e + 1] = acc[n][0][2 + e] + acc[n][2][e];
+          own[nt][3 * e + 2] = acc[n][1][e] + acc[n][2][2 + e];
         }
-        if (q == 0) wp[kLogits * Tr::kWStride + tok] = sq;
+        float sq;
+        if (Tr::kSqMma) {
+          sq = (g & 1) ? sqa[n][1] : sqa[n][0];  // column 2q + 1 or 2q of row g (q = g / 2)
+        } else {
+          sq = sqa[n][0];
+          sq += __shfl_xor_sync(0xffffffffu, sq, 1);
+          sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+        }
+        own[nt][6] = sq;
+        if (!lower) {
+#pragma unroll
+          for (int j = 0; j < 3; ++j) {
+            const int v = 8 * j + g, col = 8 * nt + 2 * q;
+            if (Tr::kLeanSums) {
+              *reinterpret_cast<float2*>(&wp[wp_index(v, col)]) =
+                  make_float2(own[nt][j], own[nt][3 + j]);
+            } else {
+              wp[wp_index(v, col)] = own[nt][j];
+              wp[wp_index(v, col + 1)] = own[nt][3 + j];
+            }
+          }
+          if (sq_lane) wp[wp_index(kLogits, tok)] = sq;
+        }
       }
     }
   };
@@ -519,33 +569,62 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         const int col = 8 * nt + 2 * q + e;
 #pragma unroll
         for (int j = 0; j < 3; ++j) {
-          float* w = &wp[(8 * j + g) * Tr::kWStride + col];
+          float* w = &wp[wp_index(8 * j + g, col)];
           *w = own[nt][3 * e + j] + *w;
         }
       }
-      if (q == 0) {
-        float* w = &wp[kLogits * Tr::kWStride + 8 * nt + g];
+      if (sq_lane) {
+        float* w = &wp[wp_index(kLogits, 8 * nt + g)];
         *w = own[nt][6] + *w;
       }
     }
   };
-  // The CTA's partials of stage s: its kSlots warp slots summed in order, into parity s % 2.
+  // The CTA's partials of stage s: its kSlots warp slots summed in order, into parity s % 2;
+  // kLeanSums: 4 tokens a thread (the swizzle moves whole 8-token groups).
   auto cta_sum = [&](int64_t s) {
     float* cp = cpart + (s & 1) * Tr::kCpartFloats;
-    for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kSlots * 32) {
-      const int v = i / Tr::kStageTok, tok = i % Tr::kStageTok;
-      float sum = wpart[v * Tr::kWStride + tok];
+    if (Tr::kLeanSums) {
+      constexpr int kQuads = Tr::kStageTok / 4;
+      for (int i = tid; i < Tr::kVals * kQuads; i += Tr::kSlots * 32) {
+        const int v = i / kQuads, tok = 4 * (i % kQuads);
+        const float* w0 = wpart + wp_index(v, tok);
+        float4 sum = *reinterpret_cast<const float4*>(w0);
 #pragma unroll
-      for (int w = 1; w < Tr::kSlots; ++w) sum += wpart[(w * Tr::kVals + v) * Tr::kWStride + tok];
-      cp[i] = sum;
+        for (int w = 1; w < Tr::kSlots; ++w) {
+          const float4 p = *reinterpret_cast<const float4*>(w0 + w * Tr::kVals * Tr::kWStride);
+          sum.x += p.x;
+          sum.y += p.y;
+          sum.z += p.z;
+          sum.w += p.w;
+        }
+        *reinterpret_cast<float4*>(cp + v * Tr::kStageTok + tok) = sum;
+      }
+    } else {
+      for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kSlots * 32) {
+        const int v = i / Tr::kStageTok, tok = i % Tr::kStageTok;
+        float sum = wpart[wp_index(v, tok)];
+#pragma unroll
+        for (int w = 1; w < Tr::kSlots; ++w) {
+          sum += wpart[w * Tr::kVals * Tr::kWStride + wp_index(v, tok)];
+        }
+        cp[i] = sum;
+      }
     }
   };
+  // Without U only this CTA's tokens need sums (kLeanSums): zs[v kOwnTok + i] = z_v (sq at v = 24)
+  // of own token i.
+  constexpr bool kOwnOnly = Tr::kLeanSums && !kWithU;
   // Cluster sums of stage s in rank order: z_0..3 and sq of every token, z_4..23 of this CTA's
   // tokens.
   auto cluster_sum = [&](int64_t s, int idx) {
     // Thread idx sums into zs[idx] (zs_all, then zs_own order).
     int v = -1, tok = 0;
-    if (idx < 5 * Tr::kStageTok) {
+    if (kOwnOnly) {
+      if (idx < Tr::kVals * Tr::kOwnTok) {
+        v = idx / Tr::kOwnTok;
+        tok = rank * Tr::kOwnTok + idx % Tr::kOwnTok;
+      }
+    } else if (idx < 5 * Tr::kStageTok) {
       v = idx / Tr::kStageTok;
       tok = idx % Tr::kStageTok;
       v = v < 4 ? v : kLogits;
@@ -569,6 +648,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
   auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
   auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
+  // z_v (v < 24) or sq (v = 24) of own token i: the same rank-order sums in either layout.
+  auto own_val = [&](int v, int i) {
+    if (kOwnOnly) return zs[v * Tr::kOwnTok + i];
+    return v < 4 || v == kLogits ? zs[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
+  };
   // m and r of this CTA's tokens of stage s; with U, pre of all its tokens.
   auto coefficients = [&](int64_t s) {
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
@@ -585,9 +669,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       const int tok = rank * Tr::kOwnTok + own;
       const int64_t t = t0 + tok;
       if (t < T) {
-        const float r = RmsInv(zs[zs_all(kLogits, tok)], C, rms_eps);
-        const float z = v < 4 ? zs[zs_all(v, tok)] : (v < kLogits ? zs[zs_own(v, own)] : 0.0f);
-        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * z : r;
+        const float r = RmsInv(own_val(kLogits, own), C, rms_eps);
+        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(v, own) : r;
       }
     }
   };
@@ -714,10 +797,15 @@ __global__ void __launch_bounds__(kCoefThreads)
   float mx = fmaxf(L, __shfl_xor_sync(0xffffffffu, L, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   const float ex = expf(L - mx);
-  float P = ex / Sum4(ex, 1, 2) + hc_eps;
+  // __fdividef: the MUFU reciprocal and a multiply (within 2 ulp) instead of the IEEE division's
+  // refinement on the 2 iters dependent steps; 0.5-1.6% faster forward_stats / forward_prepare
+  // (H200, T = 4096 .. 12288); R within 1.2e-6 rel-L2 of the FP64 reference in the C = 4096 tests.
+  // Its divisors must lie in [2^-126, 2^126]: sums of positive entries plus hc_eps, between about
+  // 5 hc_eps and 5 (a divisor under 2^-126, which needs hc_eps that small, gives 0 or NaN).
+  float P = __fdividef(ex, Sum4(ex, 1, 2)) + hc_eps;
   for (int it = 0; it < iters; ++it) {
-    if (it > 0) P /= Sum4(P, 1, 2) + hc_eps;
-    P /= Sum4(P, 4, 8) + hc_eps;
+    if (it > 0) P = __fdividef(P, Sum4(P, 1, 2) + hc_eps);
+    P = __fdividef(P, Sum4(P, 4, 8) + hc_eps);
   }
   if (valid) {
     st[33 + e] = P;
@@ -753,17 +841,24 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 
 // The cluster path runs where fn's k-slices fit in registers (C a multiple of 1024 up to 4096;
 // only C = 4096 is instantiated and tested) and the device can hold a 16-CTA cluster of them.
-// Chosen by C, T and the device alone, the same for forward_stats and forward_prepare (their stats
-// must be the same bits): from T = kLongT on, the two-kernel path's 64-token stats kernel is the
-// faster forward_stats (H200, C = 4096, ms two-kernel / cluster: T = 12288 stats 0.189 / 0.183,
-// prepare 0.309 / 0.255; T = 16384 stats 0.195 / 0.239, prepare 0.358 / 0.334).
+// Chosen by C and the device alone, the same for forward_stats and forward_prepare (their stats
+// must be the same bits), for every T: from T = 16384 on the two-kernel path's 64-token stats
+// kernel is still the faster forward_stats, but the cluster path's forward_prepare gains more
+// than forward_stats loses, and prepare runs every training step where stats only serves
+// recomputation (H200, C = 4096, ms two-kernel / cluster: T = 16384 stats 0.192 / 0.206, prepare
+// 0.356 / 0.309; T = 32768 stats 0.367 / 0.387, prepare 0.699 / 0.592; T = 65536 stats 0.717 /
+// 0.754, prepare 1.383 / 1.158).
+// sq on the tensor cores, the lean sums and two n8 tiles a step took the cluster path from 0.239
+// to 0.206 ms (stats) and 0.337 to 0.309 ms (prepare) at T = 16384, 0.077 to 0.068 and 0.103 to
+// 0.095 at T = 4096 (each alone: sq 0.231 / 0.327, + lean 0.211 / 0.307, + 2 tiles 0.206 /
+// 0.309 at T = 16384).
 // 32-token stages through 3 buffers; 16-token stages were slower. 2 warps a stream (8 a CTA): 16
 // warps (4 a stream) were slower on the H200 (T = 16384: stats 0.302 / 0.270 ms without / with the
 // relaxed arrive, against 0.255 / 0.239 with 8) and racecheck reported hazards on pre_s for them
 // that the 8-warp builds do not show. The relaxed arrive (one release by warp 0 after a block
 // barrier) measured faster for forward_stats (T = 16384: 0.239 vs 0.255 ms) and equal for
 // forward_prepare (0.334 vs 0.331).
-using ClusterTr = FwdClusterTraits<4, 32, 3, 2, true>;
+using ClusterTr = FwdClusterTraits<4, 32, 3, 2, true, true, true, 2>;
 
 cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
   using Tr = ClusterTr;
@@ -796,15 +891,15 @@ Status PrepareClusterKernel(const char* name, int* max_clusters) {
 }
 
 // Resident 16-CTA clusters of the cluster kernel on the current device (0: the path is off, as
-// it is for C other than 4096 and T >= kLongT).
+// it is for C other than 4096).
 // The query runs once per device: it costs host time on every call otherwise, and its answer
 // depends on the device alone. (The attributes it sets are per device too, set before it.)
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_active_clusters[kMaxDevices];  // 0: not queried yet, else clusters + 1
 
-Status ActiveClusters(const char* name, int64_t T, int64_t C, int* clusters) {
+Status ActiveClusters(const char* name, int64_t C, int* clusters) {
   *clusters = 0;
-  if (C != ClusterTr::kC || T >= kLongT) return OkStatus();
+  if (C != ClusterTr::kC) return OkStatus();
   int device = 0;
   MHC_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), name));
   std::atomic<int>* cached =
@@ -907,7 +1002,7 @@ Status MhcForwardStatsCuda(const MhcFwdStatsParams& p, cudaStream_t stream) {
   MHC_RETURN_IF_ERROR(
       mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
   int clusters = 0;
-  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.T, p.C, &clusters));
+  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.C, &clusters));
   if (clusters > 0) {
     return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, nullptr, p.T, p.rms_eps,
                                     p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
@@ -925,7 +1020,7 @@ Status MhcForwardPrepareCuda(const MhcFwdPrepareParams& p, cudaStream_t stream) 
   MHC_RETURN_IF_ERROR(
       mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
   int clusters = 0;
-  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.T, p.C, &clusters));
+  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.C, &clusters));
   if (clusters > 0) {
     return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, p.U, p.T, p.rms_eps,
                                     p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
