@@ -167,10 +167,6 @@ __device__ __forceinline__ void ClusterArrive() {
 __device__ __forceinline__ void ClusterArriveRelaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 }
-// Barrier `id` (1..15) of `count` threads (whole warps) of the block.
-__device__ __forceinline__ void NamedBarrierSync(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
 __device__ __forceinline__ void ClusterWait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }

@@ -323,39 +323,36 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     warp keeps the A fragments of [fn_hi; fn_lo] for its k in registers for the whole kernel
 //     (24 kG registers), loaded once from the split copy.
 //   - The cluster walks 32-token stages (its share of ceil(T / 32)); each CTA streams its X
-//     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with cp.async through
-//     kStages shared buffers, two stages ahead.
+//     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with one tensor copy into
+//     one of kStages shared buffers, two stages ahead.
 //   - Per stage each warp multiplies its k on the tensor cores (fresh accumulators: at most 128 k
-//     per warp, so the MMA's truncating FP32 accumulation never runs long) and adds hi + lo;
-//     with kSqOnMma sq too (the diagonal of x x^T). The CTA sums its 8 warps in order; the
+//     per warp, so the MMA's truncating FP32 accumulation never runs long), adds hi + lo, and
+//     gets sq from the same MMAs (the diagonal of x x^T). The CTA sums its 8 warps in order; the
 //     cluster sums the 16 CTA partials through distributed shared memory in rank order. CTA r
-//     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U (or
-//     without kLean) every CTA also sums z_0..3 and sq of all 32 tokens, for pre.
+//     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U every
+//     CTA also sums z_0..3 and sq of all 32 tokens, for pre.
 //   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
 // The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
 // so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
 // Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
 // without U and for any number of resident clusters.
-// kSqOnMma: sq by MMAs (else FP32 FMAs); kLean: unpadded, swizzled warp partials summed 4 tokens a
-// thread, and own-token sums only without U; kTileStep: n8 token tiles multiplied together.
-template <int kG, int kStageTokens, int kStageBuffers, int kWarpsPerStream, bool kRelaxed,
-          bool kSqOnMma, bool kLean, int kTileStep>
+// The tuning measured on the H200 (sixth session; bench/results/mhc_h200.md has the numbers):
+// 32-token stages through 3 buffers (16-token stages were slower); 2 warps a stream, 8 a CTA (16
+// were slower, and racecheck flagged their paired sums); the relaxed arrive (one release by warp 0
+// after a block barrier: faster forward_stats, equal forward_prepare); sq on the tensor cores,
+// unpadded swizzled warp partials summed 4 tokens a thread, own-token cluster sums only without
+// U, and two n8 token tiles a step (together 0.239 -> 0.206 ms stats, 0.337 -> 0.309 ms prepare
+// at T = 16384).
+template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
-  static constexpr int kSplit = kWarpsPerStream;  // warps sharing a stream's C/16 channels
-  static constexpr bool kRelaxedArrive = kRelaxed;
-  static constexpr bool kSqMma = kSqOnMma;
-  static constexpr bool kLeanSums = kLean;
-  static constexpr int kTilesAStep = kTileStep;
+  static constexpr int kSplit = 2;  // warps sharing a stream's C/16 channels
+  static constexpr int kTilesAStep = 2;
   static constexpr int kWarps = 4 * kSplit;
-  // With 16 warps, warps w and w + 8 are summed in pairs first (w + 8 through wpart, w from
-  // registers), so wpart keeps 8 slots and the stage buffers still fit.
-  static constexpr bool kPaired = kWarps == 16;
-  static constexpr int kSlots = kPaired ? 8 : kWarps;
   static constexpr int kThreads = kWarps * 32;
-  static constexpr int kStageTok = kStageTokens;
-  static constexpr int kStages = kStageBuffers;
+  static constexpr int kStageTok = 32;
+  static constexpr int kStages = 3;
   static constexpr int kNTiles = kStageTok / 8;     // n8 token tiles of a stage
   static constexpr int kMTiles = 2 * kLogits / 16;  // [hi; lo] rows in m16 tiles
   static constexpr int kGroups = 2 * kG / kSplit;   // 32-k groups a warp
@@ -367,9 +364,9 @@ struct FwdClusterTraits {
   static constexpr int kRowBytes = 16 * kRowChunks;
   static constexpr int kStageBytes = kStageTok * kRowBytes;
   static constexpr int kVals = kLogits + 1;  // z_0..23, sq
-  // floats; kLean: unpadded rows with an XOR swizzle (see wp_index), else one float of padding.
-  static constexpr int kWStride = kLean ? kStageTok : kStageTok + 1;
-  static constexpr int kWpartFloats = kSlots * kVals * kWStride;
+  // floats; unpadded rows with an XOR swizzle (see wp_index).
+  static constexpr int kWStride = kStageTok;
+  static constexpr int kWpartFloats = kWarps * kVals * kWStride;
   static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
   static constexpr int kOwnTok = kStageTok / kCtas;
   static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
@@ -377,14 +374,12 @@ struct FwdClusterTraits {
       kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 4 * kStageTok) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
   static_assert(kG >= 1 && kG <= 4, "fn fragments take 48 kG / kSplit registers");
-  static_assert(kSplit == 2 || kSplit == 4, "8 or 16 warps");
   static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
   static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
   static_assert(kWarpChunks % 4 == 0, "a warp's k is whole 32-k groups");
-  static_assert(kNTiles % kTileStep == 0, "token tiles are multiplied kTileStep at a time");
-  static_assert(!kLean || kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
-  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= (kPaired ? kThreads / 2 : kThreads),
-                "one thread per cluster sum (the upper warps' in paired mode)");
+  static_assert(kNTiles % kTilesAStep == 0, "token tiles are multiplied kTilesAStep at a time");
+  static_assert(kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
+  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per cluster sum");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
 };
 
@@ -462,32 +457,28 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   for (int a = 0; a < 4; ++a) bpre[a] = base[a];
   const uint32_t cpart_s = SmemAddr(cpart);
 
-  // Paired mode: the lower warps' partials of the stage being multiplied, held until the upper
-  // warps' are in wpart.
-  const bool lower = Tr::kPaired && warp < Tr::kSlots;
   float own[Tr::kNTiles][7];
-  // wpart's float of value v (z_0..23, sq) and stage token tok in a warp's slot. kLeanSums: rows
-  // of 32 floats with token bits 3..4 XORed with v's bits 0..1, so that a warp's float2 fragment
-  // stores (rows 8j + g, columns 8nt + 2q) hit a bank at most twice and the float4 reads of the
-  // CTA sum (a quarter-warp reads one row) do not conflict; else one float of padding a row.
-  auto wp_index = [](int v, int tok) {
-    return v * Tr::kWStride + (Tr::kLeanSums ? tok ^ ((v & 3) << 3) : tok);
-  };
-  // The lane that holds sq of token g of a tile: the MMA's diagonal element (g, g), or lane q = 0
-  // after the quad's shuffles.
-  const bool sq_lane = Tr::kSqMma ? q == (g >> 1) : q == 0;
-  // Stage s's MMAs: each warp's partial z (hi + lo) and sq of its k, into wpart (or own).
+  // wpart's float of value v (z_0..23, sq) and stage token tok in a warp's slot: rows of 32
+  // floats with token bits 3..4 XORed with v's bits 0..1, so that a warp's float2 fragment stores
+  // (rows 8j + g, columns 8nt + 2q) hit a bank at most twice and the float4 reads of the CTA sum
+  // (a quarter-warp reads one row) do not conflict.
+  auto wp_index = [](int v, int tok) { return v * Tr::kWStride + (tok ^ ((v & 3) << 3)); };
+  // The lane that holds sq of token g of a tile: the MMA's diagonal element (g, g).
+  const bool sq_lane = q == (g >> 1);
+  // Stage s's MMAs: each warp's partial z (hi + lo) and sq of its k, into wpart.
   auto multiply = [&](int64_t s) {
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
-    float* wp = wpart + (warp % Tr::kSlots) * Tr::kVals * Tr::kWStride;
+    // warp < kWarps already; the modulo is the form the measured build compiled (without it nvcc
+    // allocates registers differently, and that code has not run on the device).
+    float* wp = wpart + (warp % Tr::kWarps) * Tr::kVals * Tr::kWStride;
     // kN n8 token tiles at a time: kN independent chains of MMAs (12 kN accumulators live next to
     // fn's 24 kG registers; kG: this warp's 32-k groups).
     constexpr int kN = Tr::kTilesAStep;
 #pragma unroll
     for (int n0 = 0; n0 < Tr::kNTiles; n0 += kN) {
       float acc[kN][Tr::kMTiles][4] = {};
-      float sqa[kN][4] = {};  // kSqMma: sq's MMA accumulators; else sq in sqa[n][0]
+      float sqa[kN][4] = {};  // sq's MMA accumulators
 #pragma unroll
       for (int gi = 0; gi < kG; ++gi) {
         const int c = stream * Tr::kStreamChunks + part * Tr::kWarpChunks + 4 * gi + q;
@@ -506,18 +497,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
             MmaBf16(acc[n][mt], fa[gi][mt][0].z, fa[gi][mt][1].z, fa[gi][mt][0].w, fa[gi][mt][1].w,
                     b[n].z, b[n].w);
           }
-          if (Tr::kSqMma) {
-            // sq on the tensor cores too: A = the tile's x as rows 0..7 (rows 8..15 zero) and B
-            // = x^T in the same k map give D[g][n] = x_g . x_n, whose diagonal is sq. Two MMAs
-            // replace 8 unpacks and 8 dependent FMAs; BF16 squares are exact in FP32.
-            MmaBf16(sqa[n], b[n].x, 0u, b[n].y, 0u, b[n].x, b[n].y);
-            MmaBf16(sqa[n], b[n].z, 0u, b[n].w, 0u, b[n].z, b[n].w);
-          } else {
-            float xf[8];
-            Unpack8(b[n], xf);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) sqa[n][0] = fmaf(xf[e], xf[e], sqa[n][0]);
-          }
+          // sq on the tensor cores too: A = the tile's x as rows 0..7 (rows 8..15 zero) and B =
+          // x^T in the same k map give D[g][n] = x_g . x_n, whose diagonal is sq. Two MMAs
+          // replace 8 unpacks and 8 dependent FMAs; BF16 squares are exact in FP32.
+          MmaBf16(sqa[n], b[n].x, 0u, b[n].y, 0u, b[n].x, b[n].y);
+          MmaBf16(sqa[n], b[n].z, 0u, b[n].w, 0u, b[n].z, b[n].w);
         }
       }
 #pragma unroll
@@ -532,88 +516,42 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           own[nt][3 * e + 1] = acc[n][0][2 + e] + acc[n][2][e];
           own[nt][3 * e + 2] = acc[n][1][e] + acc[n][2][2 + e];
         }
-        float sq;
-        if (Tr::kSqMma) {
-          sq = (g & 1) ? sqa[n][1] : sqa[n][0];  // column 2q + 1 or 2q of row g (q = g / 2)
-        } else {
-          sq = sqa[n][0];
-          sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-          sq += __shfl_xor_sync(0xffffffffu, sq, 2);
-        }
+        // Column 2q + 1 or 2q of row g (q = g / 2).
+        const float sq = (g & 1) ? sqa[n][1] : sqa[n][0];
         own[nt][6] = sq;
-        if (!lower) {
-#pragma unroll
-          for (int j = 0; j < 3; ++j) {
-            const int v = 8 * j + g, col = 8 * nt + 2 * q;
-            if (Tr::kLeanSums) {
-              *reinterpret_cast<float2*>(&wp[wp_index(v, col)]) =
-                  make_float2(own[nt][j], own[nt][3 + j]);
-            } else {
-              wp[wp_index(v, col)] = own[nt][j];
-              wp[wp_index(v, col + 1)] = own[nt][3 + j];
-            }
-          }
-          if (sq_lane) wp[wp_index(kLogits, tok)] = sq;
-        }
-      }
-    }
-  };
-  // Paired mode, lower warps once the upper warps' partials are in wpart: slot w = warp w's
-  // partial + warp w + 8's.
-  auto pair_sum = [&]() {
-    float* wp = wpart + warp * Tr::kVals * Tr::kWStride;
-#pragma unroll
-    for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = 8 * nt + 2 * q + e;
 #pragma unroll
         for (int j = 0; j < 3; ++j) {
-          float* w = &wp[wp_index(8 * j + g, col)];
-          *w = own[nt][3 * e + j] + *w;
+          const int v = 8 * j + g, col = 8 * nt + 2 * q;
+          *reinterpret_cast<float2*>(&wp[wp_index(v, col)]) =
+              make_float2(own[nt][j], own[nt][3 + j]);
         }
-      }
-      if (sq_lane) {
-        float* w = &wp[wp_index(kLogits, 8 * nt + g)];
-        *w = own[nt][6] + *w;
+        if (sq_lane) wp[wp_index(kLogits, tok)] = sq;
       }
     }
   };
-  // The CTA's partials of stage s: its kSlots warp slots summed in order, into parity s % 2;
-  // kLeanSums: 4 tokens a thread (the swizzle moves whole 8-token groups).
+  // The CTA's partials of stage s: its warps' slots summed in order, into parity s % 2, 4 tokens a
+  // thread (the swizzle moves whole 8-token groups).
   auto cta_sum = [&](int64_t s) {
     float* cp = cpart + (s & 1) * Tr::kCpartFloats;
-    if (Tr::kLeanSums) {
-      constexpr int kQuads = Tr::kStageTok / 4;
-      for (int i = tid; i < Tr::kVals * kQuads; i += Tr::kSlots * 32) {
-        const int v = i / kQuads, tok = 4 * (i % kQuads);
-        const float* w0 = wpart + wp_index(v, tok);
-        float4 sum = *reinterpret_cast<const float4*>(w0);
+    constexpr int kQuads = Tr::kStageTok / 4;
+    for (int i = tid; i < Tr::kVals * kQuads; i += Tr::kThreads) {
+      const int v = i / kQuads, tok = 4 * (i % kQuads);
+      const float* w0 = wpart + wp_index(v, tok);
+      float4 sum = *reinterpret_cast<const float4*>(w0);
 #pragma unroll
-        for (int w = 1; w < Tr::kSlots; ++w) {
-          const float4 p = *reinterpret_cast<const float4*>(w0 + w * Tr::kVals * Tr::kWStride);
-          sum.x += p.x;
-          sum.y += p.y;
-          sum.z += p.z;
-          sum.w += p.w;
-        }
-        *reinterpret_cast<float4*>(cp + v * Tr::kStageTok + tok) = sum;
+      for (int w = 1; w < Tr::kWarps; ++w) {
+        const float4 p = *reinterpret_cast<const float4*>(w0 + w * Tr::kVals * Tr::kWStride);
+        sum.x += p.x;
+        sum.y += p.y;
+        sum.z += p.z;
+        sum.w += p.w;
       }
-    } else {
-      for (int i = tid; i < Tr::kVals * Tr::kStageTok; i += Tr::kSlots * 32) {
-        const int v = i / Tr::kStageTok, tok = i % Tr::kStageTok;
-        float sum = wpart[wp_index(v, tok)];
-#pragma unroll
-        for (int w = 1; w < Tr::kSlots; ++w) {
-          sum += wpart[w * Tr::kVals * Tr::kWStride + wp_index(v, tok)];
-        }
-        cp[i] = sum;
-      }
+      *reinterpret_cast<float4*>(cp + v * Tr::kStageTok + tok) = sum;
     }
   };
-  // Without U only this CTA's tokens need sums (kLeanSums): zs[v kOwnTok + i] = z_v (sq at v = 24)
-  // of own token i.
-  constexpr bool kOwnOnly = Tr::kLeanSums && !kWithU;
+  // Without U only this CTA's tokens need sums: zs[v kOwnTok + i] = z_v (sq at v = 24) of own
+  // token i.
+  constexpr bool kOwnOnly = !kWithU;
   // Cluster sums of stage s in rank order: z_0..3 and sq of every token, z_4..23 of this CTA's
   // tokens.
   auto cluster_sum = [&](int64_t s, int idx) {
@@ -707,11 +645,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // which every CTA has finished reading by then: two parities suffice.
   // X buffers: with U, buffer s % kStages is refilled once U of stage s is written; without U,
   // once stage s's MMAs are done, which keeps one more stage in flight.
-  // Publishes this CTA's partials of the next stage (after a block barrier): with
-  // kRelaxedArrive one warp's release covers the CTA's earlier shared writes, which the block
-  // barrier ordered before it, and the other warps arrive without a fence.
+  // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
+  // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
+  // other warps arrive without a fence.
   auto arrive = [&]() {
-    if (Tr::kRelaxedArrive && warp != 0) {
+    if (warp != 0) {
       ClusterArriveRelaxed();
     } else {
       ClusterArrive();
@@ -720,21 +658,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // Stage s + 1's CTA sum (if any) and stage s's cluster sum (if s >= 0), after the block
   // barrier that follows stage s + 1's MMAs.
   auto reduce = [&](int64_t s, bool next) {
-    if (Tr::kPaired) {
-      if (lower) {
-        if (next) pair_sum();
-        NamedBarrierSync(1, Tr::kSlots * 32);
-        if (s >= 0) ClusterWait();
-        if (next) cta_sum(s + 1);
-      } else {
-        if (s >= 0) ClusterWait();
-        if (s >= 0) cluster_sum(s, tid - Tr::kSlots * 32);
-      }
-    } else {
-      if (s >= 0) ClusterWait();
-      if (s >= 0) cluster_sum(s, tid);
-      if (next) cta_sum(s + 1);
-    }
+    if (s >= 0) ClusterWait();
+    if (s >= 0) cluster_sum(s, tid);
+    if (next) cta_sum(s + 1);
   };
   for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
   if (nstages > 0) {
@@ -852,13 +778,7 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 // to 0.206 ms (stats) and 0.337 to 0.309 ms (prepare) at T = 16384, 0.077 to 0.068 and 0.103 to
 // 0.095 at T = 4096 (each alone: sq 0.231 / 0.327, + lean 0.211 / 0.307, + 2 tiles 0.206 /
 // 0.309 at T = 16384).
-// 32-token stages through 3 buffers; 16-token stages were slower. 2 warps a stream (8 a CTA): 16
-// warps (4 a stream) were slower on the H200 (T = 16384: stats 0.302 / 0.270 ms without / with the
-// relaxed arrive, against 0.255 / 0.239 with 8) and racecheck reported hazards on pre_s for them
-// that the 8-warp builds do not show. The relaxed arrive (one release by warp 0 after a block
-// barrier) measured faster for forward_stats (T = 16384: 0.239 vs 0.255 ms) and equal for
-// forward_prepare (0.334 vs 0.331).
-using ClusterTr = FwdClusterTraits<4, 32, 3, 2, true, true, true, 2>;
+using ClusterTr = FwdClusterTraits<4>;
 
 cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
   using Tr = ClusterTr;
