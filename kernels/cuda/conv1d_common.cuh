@@ -107,21 +107,6 @@ __device__ __forceinline__ void StoreRaw(uint16_t* p, const RawT<V>& r) {
   *reinterpret_cast<RawT<V>*>(p) = r;
 }
 
-// Rounds each value to BF16 and back (the "bf16" SiLU' policy), two per instruction.
-template <int V>
-__device__ __forceinline__ void RoundToBf16(float (&v)[V]) {
-  if constexpr (V == 1) {
-    v[0] = __bfloat162float(__float2bfloat16_rn(v[0]));
-  } else {
-#pragma unroll
-    for (int i = 0; i < V; i += 2) {
-      const uint32_t u = PackBf16x2(v[i], v[i + 1]);
-      v[i] = LoBf16(u);
-      v[i + 1] = HiBf16(u);
-    }
-  }
-}
-
 // exp2 and the reciprocal on the SFU with denormals flushed. Without .ftz the compiler wraps
 // ex2 in a range test and two scalings (three more instructions per element, measured in SASS)
 // to produce denormal results that SiLU and its derivative cannot use.
