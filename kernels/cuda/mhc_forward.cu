@@ -80,11 +80,16 @@ __global__ void __launch_bounds__(kSplitThreads)
   }
 }
 
+// r = 1 / rms(x) from sq = sum x^2 (both stats paths).
+__device__ __forceinline__ float RmsInv(float sq, int64_t C, float rms_eps) {
+  return 1.0f / sqrtf(sq / static_cast<float>(4 * C) + rms_eps);
+}
+
 // Per-token coefficients from z and sq, written as the 64-float stats record.
 __device__ void WriteStats(const float* z, float sq, int64_t C, const float* scale,
                            const float* base, float rms_eps, float hc_eps, int iters,
                            float* stats) {
-  const float r = 1.0f / sqrtf(sq / static_cast<float>(4 * C) + rms_eps);
+  const float r = RmsInv(sq, C, rms_eps);
   float rec[kMhcStatsWidth];
   float l[kLogits];
 #pragma unroll
@@ -382,11 +387,6 @@ struct FwdClusterTraits {
   static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per cluster sum");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
 };
-
-// r = 1 / rms(x) from sq = sum x^2, as WriteStats computes it.
-__device__ __forceinline__ float RmsInv(float sq, int64_t C, float rms_eps) {
-  return 1.0f / sqrtf(sq / static_cast<float>(4 * C) + rms_eps);
-}
 
 template <typename Tr, bool kWithU>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -859,17 +859,11 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, c
   const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = ClusterConfig(clusters, stream, &attr);
-  if (U != nullptr) {
-    MHC_RETURN_IF_ERROR(
-        CudaStatus(cudaLaunchKernelEx(&cfg, MhcFwdClusterKernel<ClusterTr, true>, xmap, fn_split,
-                                      scale, base, stats, U, T, rms_eps, hc_eps),
-                   name));
-  } else {
-    MHC_RETURN_IF_ERROR(
-        CudaStatus(cudaLaunchKernelEx(&cfg, MhcFwdClusterKernel<ClusterTr, false>, xmap, fn_split,
-                                      scale, base, stats, U, T, rms_eps, hc_eps),
-                   name));
-  }
+  auto* kernel =
+      U != nullptr ? MhcFwdClusterKernel<ClusterTr, true> : MhcFwdClusterKernel<ClusterTr, false>;
+  MHC_RETURN_IF_ERROR(CudaStatus(
+      cudaLaunchKernelEx(&cfg, kernel, xmap, fn_split, scale, base, stats, U, T, rms_eps, hc_eps),
+      name));
   MHC_RETURN_IF_ERROR(LaunchStatus(name));
   const int64_t coef_blocks = (T + kCoefTokens - 1) / kCoefTokens;
   MhcFwdCoefKernel<<<static_cast<unsigned>(coef_blocks), kCoefThreads, 0, stream>>>(
@@ -914,43 +908,49 @@ Status CheckForwardArgs(const char* name, const uint16_t* X, const float* fn, co
 }  // namespace
 }  // namespace mhc_cuda
 
-Status MhcForwardStatsCuda(const MhcFwdStatsParams& p, cudaStream_t stream) {
-  const char* name = "mhc_forward_stats";
-  MHC_RETURN_IF_ERROR(mhc_cuda::CheckForwardArgs(name, p.X, p.fn, p.scale, p.base, p.stats, p.T,
-                                                 p.C, p.sinkhorn_iters));
-  if (p.T == 0) return OkStatus();
-  MHC_RETURN_IF_ERROR(
-      mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
-  int clusters = 0;
-  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.C, &clusters));
-  if (clusters > 0) {
-    return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, nullptr, p.T, p.rms_eps,
-                                    p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
+namespace mhc_cuda {
+namespace {
+
+// forward_stats (with_u false, U unused) and forward_prepare: one path choice for both, so that
+// their stats are the same bits.
+Status Forward(const char* name, const uint16_t* X, const float* fn, const float* scale,
+               const float* base, float* stats, bool with_u, uint16_t* U, int64_t T, int64_t C,
+               float rms_eps, float hc_eps, int iters, void* workspace, int64_t workspace_bytes,
+               cudaStream_t stream) {
+  MHC_RETURN_IF_ERROR(CheckForwardArgs(name, X, fn, scale, base, stats, T, C, iters));
+  if (T == 0) return OkStatus();
+  if (with_u) {
+    MHC_RETURN_IF_ERROR(CheckVec(name, U, "U"));
+  } else {
+    U = nullptr;
   }
-  return mhc_cuda::ForwardStats(name, p.X, p.scale, p.base, p.stats, p.T, p.C, p.rms_eps, p.hc_eps,
-                                p.sinkhorn_iters, p.workspace, stream);
+  MHC_RETURN_IF_ERROR(SplitFn(name, fn, C, workspace, workspace_bytes, T, stream));
+  int clusters = 0;
+  MHC_RETURN_IF_ERROR(ActiveClusters(name, C, &clusters));
+  if (clusters > 0) {
+    return ForwardCluster(name, X, scale, base, stats, U, T, rms_eps, hc_eps, iters, workspace,
+                          clusters, stream);
+  }
+  MHC_RETURN_IF_ERROR(
+      ForwardStats(name, X, scale, base, stats, T, C, rms_eps, hc_eps, iters, workspace, stream));
+  if (U == nullptr) return OkStatus();
+  MhcFwdUKernel<<<StreamGrid(T, C), kStreamThreads, 0, stream>>>(X, stats, U, T, C);
+  return LaunchStatus(name);
+}
+
+}  // namespace
+}  // namespace mhc_cuda
+
+Status MhcForwardStatsCuda(const MhcFwdStatsParams& p, cudaStream_t stream) {
+  return mhc_cuda::Forward("mhc_forward_stats", p.X, p.fn, p.scale, p.base, p.stats, false, nullptr,
+                           p.T, p.C, p.rms_eps, p.hc_eps, p.sinkhorn_iters, p.workspace,
+                           p.workspace_bytes, stream);
 }
 
 Status MhcForwardPrepareCuda(const MhcFwdPrepareParams& p, cudaStream_t stream) {
-  const char* name = "mhc_forward_prepare";
-  MHC_RETURN_IF_ERROR(mhc_cuda::CheckForwardArgs(name, p.X, p.fn, p.scale, p.base, p.stats, p.T,
-                                                 p.C, p.sinkhorn_iters));
-  if (p.T == 0) return OkStatus();
-  MHC_RETURN_IF_ERROR(mhc_cuda::CheckVec(name, p.U, "U"));
-  MHC_RETURN_IF_ERROR(
-      mhc_cuda::SplitFn(name, p.fn, p.C, p.workspace, p.workspace_bytes, p.T, stream));
-  int clusters = 0;
-  MHC_RETURN_IF_ERROR(mhc_cuda::ActiveClusters(name, p.C, &clusters));
-  if (clusters > 0) {
-    return mhc_cuda::ForwardCluster(name, p.X, p.scale, p.base, p.stats, p.U, p.T, p.rms_eps,
-                                    p.hc_eps, p.sinkhorn_iters, p.workspace, clusters, stream);
-  }
-  MHC_RETURN_IF_ERROR(mhc_cuda::ForwardStats(name, p.X, p.scale, p.base, p.stats, p.T, p.C,
-                                             p.rms_eps, p.hc_eps, p.sinkhorn_iters, p.workspace,
-                                             stream));
-  mhc_cuda::MhcFwdUKernel<<<mhc_cuda::StreamGrid(p.T, p.C), mhc_cuda::kStreamThreads, 0, stream>>>(
-      p.X, p.stats, p.U, p.T, p.C);
-  return mhc_cuda::LaunchStatus(name);
+  return mhc_cuda::Forward("mhc_forward_prepare", p.X, p.fn, p.scale, p.base, p.stats, true, p.U,
+                           p.T, p.C, p.rms_eps, p.hc_eps, p.sinkhorn_iters, p.workspace,
+                           p.workspace_bytes, stream);
 }
 
 Status MhcForwardFinishCuda(const MhcFwdFinishParams& p, cudaStream_t stream) {
