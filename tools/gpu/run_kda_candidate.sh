@@ -45,12 +45,15 @@ tails() {
     step "dalog_$c" 60 "$T" --gtest_repeat=150 \
       --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$c:Shapes/KdaKernelsAccuracy.MatchesFp64Reference/$c"
     for tag in "kda chunked bwd" "kda \]"; do
-      echo "$c [$tag] dA_log over 1e-4: $(grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" |
-        grep -o "rel-L2 [0-9.e+-]*" | awk '$2 > 1e-4' | wc -l) of $(grep -ch "$tag.*dA_log" \
-        "$OUT/dalog_$c.log"), worst $(grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" |
-        grep -o "rel-L2 [0-9.e+-]*" | awk '{print $2}' | sort -g | tail -1)"
+      grep -h "$tag.*dA_log" "$OUT/dalog_$c.log" | grep -o "rel-L2 [0-9.e+-]*" |
+        awk -v c="$c" -v tag="$tag" '{ n++; over += $2 > 1e-4; if (n == 1 || $2 > worst) worst = $2 }
+          END { printf "%s [%s] dA_log over 1e-4: %d of %d, worst %s\n", c, tag, over, n, worst }'
     done
   done
+}
+sanitizer() {  # sanitizer memcheck|racecheck TIMEOUT: the KDA Sanitize tests under compute-sanitizer
+  step "$1" "$2" compute-sanitizer --tool "$1" --error-exitcode 9 "$T" \
+    --gtest_filter='KdaKernels.Sanitize*'
 }
 case "${1:-check}" in
   check)
@@ -65,23 +68,19 @@ case "${1:-check}" in
     # and 512-thread preparations of 248021b all printed records c85603bed392ee5f).
     step hashes 40 "$T" --gtest_filter='KdaKernels.ForwardRecordHashesForCrossBuildComparison'
     grep -h "kda hashes" "$OUT/hashes.log"
-    step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
-      --gtest_filter='KdaKernels.Sanitize*'
+    sanitizer memcheck 40
     step mhc 60 "$D/cakegrad_gpu_mhc_tests"
     ;;
   tails)  # the dA_log tails and both sanitizers only
     tails
-    step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
-      --gtest_filter='KdaKernels.Sanitize*'
-    step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$T" \
-      --gtest_filter='KdaKernels.Sanitize*'
+    sanitizer memcheck 40
+    sanitizer racecheck 150
     ;;
   sanitize)  # and where the chunked backward spends its time at (1, 32768, 16)
     # A longer dA_log tail study of the chunked backward alone: 1000 fresh draws.
     step dalog_1000 120 "$T" --gtest_repeat=1000 --gtest_filter="$CHK"
     grep -h "dA_log" "$OUT/dalog_1000.log" | awk '{print $(NF-2)}' | sort -g | tail -3
-    step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$T" \
-      --gtest_filter='KdaKernels.Sanitize*'
+    sanitizer racecheck 150
     KDA_BENCH_CASES=1 step ncu 90 ncu --clock-control none --metrics gpu__time_duration.sum -k regex:Kda \
       --csv --log-file "$OUT/ncu.csv" "$B"
     python3 - "$OUT/ncu.csv" <<'PY' | tee "$OUT/ncu_summary.txt"
