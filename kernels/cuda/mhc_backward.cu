@@ -524,17 +524,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int e = 0; e < 4; ++e) d[nt][e] = 0.0f;
       }
+      // k = 16 ks.. of [hi | lo | hi | pad] is column 16 ks mod 48 of [hi | lo]: the three k16
+      // steps of [hi | lo] are loaded once and steps 3, 4 reuse steps 0, 1 (the pad, lo 0..7 at
+      // k = 72..79, meets fn's zero rows). Five loads a tile were 1/4 of the stage's
+      // shared-memory wavefronts.
+      constexpr int kDzSteps = Tr::kDzCols / 16;
+      uint32_t af[kDzSteps][4];
+#pragma unroll
+      for (int ks = 0; ks < kDzSteps; ++ks) {
+        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow + 2 * (16 * ks + 8 * (lane >> 4)),
+                       af[ks]);
+      }
 #pragma unroll
       for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
-        uint32_t af[4];
-        // k = 16 ks.. of [hi | lo | hi | pad] is column 16 ks mod 48 of [hi | lo]; the pad (lo
-        // 0..7 at k = 72..79) meets fn's zero rows.
-        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow +
-                           2 * ((16 * ks) % Tr::kDzCols + 8 * (lane >> 4)),
-                       af);
+        const uint32_t* a_ks = af[ks % kDzSteps];
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-          MmaBf16(d[nt], af[0], af[1], af[2], af[3], fb[ks][nt][0], fb[ks][nt][1]);
+          MmaBf16(d[nt], a_ks[0], a_ks[1], a_ks[2], a_ks[3], fb[ks][nt][0], fb[ks][nt][1]);
         }
       }
 #pragma unroll
