@@ -407,6 +407,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     TmaLoad2D(sb + Tr::kOffStats, &maps.stats, Tr::kStatsFrom, tb, bar);
   };
 
+  // The first stages are requested before fn is loaded and split, so that their latency and
+  // fn's overlap (one CTA an SM: each CTA's start is on the critical path).
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) MbarInit(&full_bar[s], 1);
+    MbarInitFence();
+#pragma unroll
+    for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
+  }
+
   // fn as the B operand of dxmap, split, for this warp's n8 tiles: rows k of
   // [fn_hi; fn_hi; fn_lo; 0], column n = lane / 4.
   uint32_t fb[Tr::kKDx / 16][Tr::kNTiles][2];
@@ -437,13 +447,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
   }
 
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) MbarInit(&full_bar[s], 1);
-    MbarInitFence();
-#pragma unroll
-    for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
-  }
   __syncthreads();  // the barriers are initialized before anyone waits on them
   for (int64_t st = 0; st < n_stages; ++st) {
     const int slot = static_cast<int>(st % Tr::kStages);
