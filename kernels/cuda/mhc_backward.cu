@@ -673,8 +673,9 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   __shared__ double red[Tr::kThreads];
   const int which = static_cast<int>(blockIdx.x - dfn_blocks);  // 0..23 dbase, 24..26 dscale
   // Thread tid sums tokens tid, tid + kThreads, .. in order, kBatch loads issued before their adds
-  // (one latency per batch instead of one per few tokens: these 27 blocks were the kernel's tail).
-  // Tokens past T add +0.0, which leaves the sum's bits as they are (it is never -0.0).
+  // (one load latency per batch). Tokens past T add +0.0, which leaves the sum's bits as they are
+  // (it is never -0.0). On the H200 this showed no gain over unroll 8 (mhc_h200.md, mhc7): the
+  // 48 registers it takes also apply to the dfn blocks.
   double s = 0.0;
   const bool dl_col = which < kLogits;
   const float* col_f = records + lay::kRecDl + which;
