@@ -92,25 +92,30 @@ __global__ void __launch_bounds__(BwdPrepareTraits::kMaxThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// backward_finish, kernel 1: per-token scalars. One warp per token, in FP64 from dpre to the
+// backward_finish, kernel 1: per-token scalars, two tokens a warp, in FP64 from dpre to the
 // record: dscale[g] = sum_t sum_{j in g} dl_j m_j cancels (each Sinkhorn row of dl sums to
 // zero, token terms have mixed signs), so its error is the per-term error times a condition
 // number that training inputs pushed past 1e4; an FP32 chain (2 iters - 1 steps) gave 1.8e-5
-// against the 1e-5 contract. The FP64 work is a few hundred DP instructions per token and one
-// conversion per dpre product, which hide under the X/dU stream.
+// against the 1e-5 contract. The Sinkhorn backward holds one matrix entry a lane, so a
+// half-warp runs one token's chain (with one token a warp the other half only mirrored it):
+// the chain is a long dependent FP64 sequence (2 (2 iters - 1) steps of shuffles and
+// divisions) during which the warp has only its first loads in flight, and two tokens a warp
+// pay it once for twice the bytes. Per token the sums, their order and the chain are those of
+// one token a warp, so the records are the same bits.
 struct BwdTokenTraits {
   static constexpr int kMaxWarps = 4;
-  static constexpr int kUnroll = 2;  // 8-channel groups in flight
-  // The Sinkhorn chain (input of every step, one double per matrix entry) lives in dynamic
-  // shared memory sized by sinkhorn_iters, kept within the 48 KiB that needs no opt-in.
+  static constexpr int kTokens = 2;  // tokens a warp, one per half-warp in the Sinkhorn backward
+  // The Sinkhorn chain (input of every step, one double per matrix entry and token) lives in
+  // dynamic shared memory sized by sinkhorn_iters, kept within the 48 KiB that needs no opt-in.
   static constexpr int kSmemLimit = 48 * 1024;
-  static constexpr int ChainBytesPerWarp(int iters) { return (2 * iters - 1) * 16 * 8; }
+  static constexpr int ChainBytesPerWarp(int iters) { return kTokens * (2 * iters - 1) * 16 * 8; }
   static constexpr int Warps(int iters) {
     const int w = kSmemLimit / ChainBytesPerWarp(iters);
     return w < kMaxWarps ? w : kMaxWarps;
   }
 };
-static_assert(BwdTokenTraits::Warps(kMhcMaxSinkhornIters) >= 1, "one warp's chain fits");
+static_assert(BwdTokenTraits::Warps(kMhcMaxSinkhornIters) >= 1, "one warp's chains fit");
+static_assert(BwdTokenTraits::kTokens == 2, "one token a half-warp");
 
 // The record keeps dz, dsq and dl as floats (what kernels 2 and 3 consume) and the three dscale
 // terms as doubles, so kernel 3 sums them over tokens without rounding each to FP32 first.
@@ -144,144 +149,167 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
                       float* __restrict__ records, int64_t T, int64_t C, float hc_eps_f,
                       int iters) {
   using Tr = BwdTokenTraits;
-  extern __shared__ double chain_s[];  // [warps][2 iters - 1][16]
+  extern __shared__ double chain_s[];  // [warps][kTokens][2 iters - 1][16]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int half = lane / 16;
   const int steps = 2 * iters - 1;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp;
-  if (t >= T) return;  // whole warps only: no block-wide barrier follows
+  const int64_t t0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp) * Tr::kTokens;
+  if (t0 >= T) return;  // whole warps only: no block-wide barrier follows
+  // A last odd token: the second token's work runs on the first's data and is not written.
+  const bool second = t0 + 1 < T;
+  const int64_t tok[Tr::kTokens] = {t0, second ? t0 + 1 : t0};
 
   // dpre_a = sum_c dU[t, c] X[t, a, c]. A BF16 x BF16 product is exact in FP32; the sum is FP64.
-  // The first loads are issued before the Sinkhorn backward below, which does not need them, so
-  // the warp's requests stay in flight through its dependent FP64 chain; in the loop, the next
-  // group is loaded before the current one is converted (two register buffers).
-  constexpr int64_t kStep = 8 * 32 * Tr::kUnroll;
-  auto load = [&](int64_t c0, uint4(&xr)[Tr::kUnroll][4], uint4(&ur)[Tr::kUnroll]) {
+  // Lane l sums channels 8 l + 256 i (i = 0, 1, ..) in order, then the warp's butterfly. The
+  // first loads are issued before the Sinkhorn backward below, which does not need them, so the
+  // warp's requests stay in flight through its dependent FP64 chain; in the loop, the next group
+  // is loaded before the current one is converted (two register buffers).
+  constexpr int64_t kStep = 8 * 32;
+  auto load = [&](int64_t c, uint4(&xr)[Tr::kTokens][4], uint4(&ur)[Tr::kTokens]) {
+    const bool ok = c < C;
 #pragma unroll
-    for (int u = 0; u < Tr::kUnroll; ++u) {
-      const int64_t c = c0 + 8 * 32 * u;
-      const bool ok = c < C;
+    for (int h = 0; h < Tr::kTokens; ++h) {
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
-        xr[u][a] = ok ? __ldg(reinterpret_cast<const uint4*>(X + (t * 4 + a) * C + c))
+        xr[h][a] = ok ? __ldg(reinterpret_cast<const uint4*>(X + (tok[h] * 4 + a) * C + c))
                       : make_uint4(0, 0, 0, 0);
       }
-      ur[u] = ok ? __ldg(reinterpret_cast<const uint4*>(dU + t * C + c)) : make_uint4(0, 0, 0, 0);
+      ur[h] =
+          ok ? __ldg(reinterpret_cast<const uint4*>(dU + tok[h] * C + c)) : make_uint4(0, 0, 0, 0);
     }
   };
-  uint4 xr[Tr::kUnroll][4], ur[Tr::kUnroll];
+  uint4 xr[Tr::kTokens][4], ur[Tr::kTokens];
   load(8 * lane, xr, ur);
 
-  const float* st = stats + t * kMhcStatsWidth;
-  const float* gs = grad_stats + t * kMhcGradStatsWidth;
-  const double r = st[24];
   const double hc_eps = hc_eps_f;
-
-  // Sinkhorn backward, one matrix entry per lane (lanes 16..31 mirror 0..15 and are discarded).
+  // Sinkhorn backward of this half-warp's token, one matrix entry a lane.
   const int idx = lane & 15;
-  const double L = static_cast<double>(st[8 + idx]) * scale[2] + base[8 + idx];
-  double soft, p;
+  double dL;
   {
-    const double mx =
-        fmax(fmax(L, __shfl_xor_sync(0xffffffffu, L, 1)),
-             fmax(__shfl_xor_sync(0xffffffffu, L, 2), __shfl_xor_sync(0xffffffffu, L, 3)));
-    const double e = exp(L - mx);
-    soft = e / LineSum(e, true);
-    p = soft + hc_eps;
+    const int64_t th = half != 0 ? tok[1] : tok[0];
+    const float* st = stats + th * kMhcStatsWidth;
+    const float* gs = grad_stats + th * kMhcGradStatsWidth;
+    const double L = static_cast<double>(st[8 + idx]) * scale[2] + base[8 + idx];
+    double soft, p;
+    {
+      const double mx =
+          fmax(fmax(L, __shfl_xor_sync(0xffffffffu, L, 1)),
+               fmax(__shfl_xor_sync(0xffffffffu, L, 2), __shfl_xor_sync(0xffffffffu, L, 3)));
+      const double e = exp(L - mx);
+      soft = e / LineSum(e, true);
+      p = soft + hc_eps;
+    }
+    double* chain = chain_s + (static_cast<int64_t>(warp) * Tr::kTokens + half) * steps * 16;
+    for (int s = 0; s < steps; ++s) {
+      chain[16 * s + idx] = p;  // input of step s
+      p = p / (LineSum(p, (s & 1) != 0) + hc_eps);
+    }
+    __syncwarp();
+    double gr = gs[4 + idx];  // dR
+    double y = p;             // output of the current step
+    for (int s = steps - 1; s >= 0; --s) {
+      const bool rows = (s & 1) != 0;
+      const double in = chain[16 * s + idx];
+      const double dot = LineSum(gr * y, rows);
+      gr = (gr - dot) / (LineSum(in, rows) + hc_eps);
+      y = in;
+    }
+    dL = soft * (gr - LineSum(gr * soft, true));
   }
-  double* chain = chain_s + static_cast<int64_t>(warp) * steps * 16;
-  for (int s = 0; s < steps; ++s) {
-    if (lane < 16) chain[16 * s + idx] = p;  // input of step s
-    p = p / (LineSum(p, (s & 1) != 0) + hc_eps);
-  }
-  __syncwarp();
-  double gr = gs[4 + idx];  // dR
-  double y = p;             // output of the current step
-  for (int s = steps - 1; s >= 0; --s) {
-    const bool rows = (s & 1) != 0;
-    const double in = chain[16 * s + idx];
-    const double dot = LineSum(gr * y, rows);
-    gr = (gr - dot) / (LineSum(in, rows) + hc_eps);
-    y = in;
-  }
-  const double dL = soft * (gr - LineSum(gr * soft, true));
 
-  double dpre[4] = {0.0, 0.0, 0.0, 0.0};
+  double dpre[Tr::kTokens][4] = {};
   for (int64_t c0 = 8 * lane; c0 < C; c0 += kStep) {
-    uint4 xn[Tr::kUnroll][4], un[Tr::kUnroll];
+    uint4 xn[Tr::kTokens][4], un[Tr::kTokens];
     load(c0 + kStep, xn, un);  // the next group is in flight while this one is converted
 #pragma unroll
-    for (int u = 0; u < Tr::kUnroll; ++u) {
+    for (int h = 0; h < Tr::kTokens; ++h) {
       float uf[8], xf[8];
-      Unpack8(ur[u], uf);
+      Unpack8(ur[h], uf);
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
-        Unpack8(xr[u][a], xf);
+        Unpack8(xr[h][a], xf);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) dpre[a] += static_cast<double>(uf[e] * xf[e]);
+        for (int e = 0; e < 8; ++e) dpre[h][a] += static_cast<double>(uf[e] * xf[e]);
       }
     }
 #pragma unroll
-    for (int u = 0; u < Tr::kUnroll; ++u) {
-      ur[u] = un[u];
+    for (int h = 0; h < Tr::kTokens; ++h) {
+      ur[h] = un[h];
 #pragma unroll
-      for (int a = 0; a < 4; ++a) xr[u][a] = xn[u][a];
+      for (int a = 0; a < 4; ++a) xr[h][a] = xn[h][a];
     }
   }
 #pragma unroll
-  for (int a = 0; a < 4; ++a) {
+  for (int h = 0; h < Tr::kTokens; ++h) {
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) dpre[a] += __shfl_xor_sync(0xffffffffu, dpre[a], off);
+    for (int a = 0; a < 4; ++a) {
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) {
+        dpre[h][a] += __shfl_xor_sync(0xffffffffu, dpre[h][a], off);
+      }
+    }
   }
 
-  // dl for all 24 logits in lanes 0..23; lane 8 + k takes dL of entry k from lane k.
-  const double dL_k = __shfl_sync(0xffffffffu, dL, (lane + 24) & 31);
-  double dl = 0.0, m = 0.0;
-  if (lane < kLogits) {
-    m = st[lane];
-    if (lane < 8) {
-      const double l = m * scale[lane / 4] + base[lane];
-      const double sg = SigmoidD(l);
-      dl = lane < 4 ? dpre[lane] * sg * (1.0 - sg) : gs[lane - 4] * 2.0 * sg * (1.0 - sg);
+#pragma unroll
+  for (int h = 0; h < Tr::kTokens; ++h) {
+    if (h > 0 && !second) break;  // warp-uniform
+    const int64_t t = tok[h];
+    const float* st = stats + t * kMhcStatsWidth;
+    const float* gs = grad_stats + t * kMhcGradStatsWidth;
+    const double r = st[24];
+    // dl for all 24 logits in lanes 0..23; lane 8 + k takes dL of entry k from lane 16 h + k.
+    const double dL_k = __shfl_sync(0xffffffffu, dL, 16 * h + ((lane - 8) & 15));
+    double dpre_l = dpre[h][0];  // dpre[h][lane] for lanes 0..3, without a local-memory index
+#pragma unroll
+    for (int a = 1; a < 4; ++a) dpre_l = lane == a ? dpre[h][a] : dpre_l;
+    double dl = 0.0, m = 0.0;
+    if (lane < kLogits) {
+      m = st[lane];
+      if (lane < 8) {
+        const double l = m * scale[lane / 4] + base[lane];
+        const double sg = SigmoidD(l);
+        dl = lane < 4 ? dpre_l * sg * (1.0 - sg) : gs[lane - 4] * 2.0 * sg * (1.0 - sg);
+      } else {
+        dl = dL_k;
+      }
+    }
+    const double sc = lane < kLogits ? scale[Group(lane)] : 0.0;
+    const double dm = dl * sc;
+    const double dz = dm * r;
+    double dr = lane < kLogits ? dm * (m / r) : 0.0;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) dr += __shfl_xor_sync(0xffffffffu, dr, off);
+    // dscale terms: groups are lanes [0,4), [4,8), [8,24); butterfly sums within each group.
+    const double dsm = dl * m;
+    double g0 = dsm + __shfl_xor_sync(0xffffffffu, dsm, 1);
+    g0 += __shfl_xor_sync(0xffffffffu, g0, 2);  // lanes 0..3: group 0; 4..7: group 1
+    double g2 = (lane >= 8 && lane < kLogits) ? dsm : 0.0;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) g2 += __shfl_xor_sync(0xffffffffu, g2, off);
+    const double g0_0 = __shfl_sync(0xffffffffu, g0, 0);  // every lane shuffles
+    const double g0_4 = __shfl_sync(0xffffffffu, g0, 4);
+
+    float* rec = records + t * lay::kTokenRecordFloats;
+    // Lane k < 24 writes dz_k split into BF16 hi + lo (halves k and 24 + k of floats [0, 24): the
+    // operand kernel 2 copies as is) and dl_k (float 32 + k); lanes 24..31 write float k (24:
+    // dsq, the rest zero); lanes 24..26 then write the dscale doubles.
+    if (lane < kLogits) {
+      const float v = static_cast<float>(dz);
+      const uint16_t hi = Bf16Bits(v);
+      uint16_t* rec_dz = reinterpret_cast<uint16_t*>(rec + lay::kRecDz);
+      rec_dz[lane] = hi;
+      rec_dz[kLogits + lane] = Bf16Bits(v - __uint_as_float(static_cast<uint32_t>(hi) << 16));
+      rec[lay::kRecDl + lane] = static_cast<float>(dl);
     } else {
-      dl = dL_k;
+      rec[lane] = lane == lay::kRecDsq
+                      ? static_cast<float>(-0.5 * dr * r * r * r / static_cast<double>(4 * C))
+                      : 0.0f;
     }
+    double* rec_d = reinterpret_cast<double*>(rec);
+    if (lane == kLogits) rec_d[kRecDscaleD] = g0_0;
+    if (lane == kLogits + 1) rec_d[kRecDscaleD + 1] = g0_4;
+    if (lane == kLogits + 2) rec_d[kRecDscaleD + 2] = g2;
   }
-  const double sc = lane < kLogits ? scale[Group(lane)] : 0.0;
-  const double dm = dl * sc;
-  const double dz = dm * r;
-  double dr = lane < kLogits ? dm * (m / r) : 0.0;
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) dr += __shfl_xor_sync(0xffffffffu, dr, off);
-  // dscale terms: groups are lanes [0,4), [4,8), [8,24); butterfly sums within each group.
-  const double dsm = dl * m;
-  double g0 = dsm + __shfl_xor_sync(0xffffffffu, dsm, 1);
-  g0 += __shfl_xor_sync(0xffffffffu, g0, 2);  // lanes 0..3: group 0; 4..7: group 1
-  double g2 = (lane >= 8 && lane < kLogits) ? dsm : 0.0;
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) g2 += __shfl_xor_sync(0xffffffffu, g2, off);
-  const double g0_0 = __shfl_sync(0xffffffffu, g0, 0);  // every lane shuffles
-  const double g0_4 = __shfl_sync(0xffffffffu, g0, 4);
-
-  float* rec = records + t * lay::kTokenRecordFloats;
-  // Lane k < 24 writes dz_k split into BF16 hi + lo (halves k and 24 + k of floats [0, 24): the
-  // operand kernel 2 copies as is) and dl_k (float 32 + k); lanes 24..31 write float k (24: dsq,
-  // the rest zero); lanes 24..26 then write the dscale doubles.
-  if (lane < kLogits) {
-    const float v = static_cast<float>(dz);
-    const uint16_t hi = Bf16Bits(v);
-    uint16_t* rec_dz = reinterpret_cast<uint16_t*>(rec + lay::kRecDz);
-    rec_dz[lane] = hi;
-    rec_dz[kLogits + lane] = Bf16Bits(v - __uint_as_float(static_cast<uint32_t>(hi) << 16));
-    rec[lay::kRecDl + lane] = static_cast<float>(dl);
-  } else {
-    rec[lane] = lane == lay::kRecDsq
-                    ? static_cast<float>(-0.5 * dr * r * r * r / static_cast<double>(4 * C))
-                    : 0.0f;
-  }
-  double* rec_d = reinterpret_cast<double*>(rec);
-  if (lane == kLogits) rec_d[kRecDscaleD] = g0_0;
-  if (lane == kLogits + 1) rec_d[kRecDscaleD + 1] = g0_4;
-  if (lane == kLogits + 2) rec_d[kRecDscaleD + 2] = g2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,6 +435,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     TmaLoad2D(sb + Tr::kOffStats, &maps.stats, Tr::kStatsFrom, tb, bar);
   };
 
+  // The first stages are requested before fn is loaded and split, so that their latency and
+  // fn's overlap (one CTA an SM: each CTA's start is on the critical path).
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) MbarInit(&full_bar[s], 1);
+    MbarInitFence();
+#pragma unroll
+    for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
+  }
+
   // fn as the B operand of dxmap, split, for this warp's n8 tiles: rows k of
   // [fn_hi; fn_hi; fn_lo; 0], column n = lane / 4.
   uint32_t fb[Tr::kKDx / 16][Tr::kNTiles][2];
@@ -437,13 +475,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
   }
 
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) MbarInit(&full_bar[s], 1);
-    MbarInitFence();
-#pragma unroll
-    for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
-  }
   __syncthreads();  // the barriers are initialized before anyone waits on them
   for (int64_t st = 0; st < n_stages; ++st) {
     const int slot = static_cast<int>(st % Tr::kStages);
@@ -524,17 +555,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int e = 0; e < 4; ++e) d[nt][e] = 0.0f;
       }
+      // k = 16 ks.. of [hi | lo | hi | pad] is column 16 ks mod 48 of [hi | lo]: the three k16
+      // steps of [hi | lo] are loaded once and steps 3, 4 reuse steps 0, 1 (the pad, lo 0..7 at
+      // k = 72..79, meets fn's zero rows). Five loads a tile were 1/4 of the stage's
+      // shared-memory wavefronts.
+      constexpr int kDzSteps = Tr::kDzCols / 16;
+      uint32_t af[kDzSteps][4];
+#pragma unroll
+      for (int ks = 0; ks < kDzSteps; ++ks) {
+        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow + 2 * (16 * ks + 8 * (lane >> 4)),
+                       af[ks]);
+      }
 #pragma unroll
       for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
-        uint32_t af[4];
-        // k = 16 ks.. of [hi | lo | hi | pad] is column 16 ks mod 48 of [hi | lo]; the pad (lo
-        // 0..7 at k = 72..79) meets fn's zero rows.
-        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow +
-                           2 * ((16 * ks) % Tr::kDzCols + 8 * (lane >> 4)),
-                       af);
+        const uint32_t* a_ks = af[ks % kDzSteps];
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-          MmaBf16(d[nt], af[0], af[1], af[2], af[3], fb[ks][nt][0], fb[ks][nt][1]);
+          MmaBf16(d[nt], a_ks[0], a_ks[1], a_ks[2], a_ks[3], fb[ks][nt][0], fb[ks][nt][1]);
         }
       }
 #pragma unroll
@@ -597,6 +634,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 struct BwdReduceTraits {
   static constexpr int kThreads = 256;
   static constexpr int kScalarBlocks = kLogits + 3;
+  static constexpr int kBatch = 16;  // token loads in flight per thread, scalar blocks
 };
 
 __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
@@ -634,15 +672,27 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   // dbase and dscale: FP64 over tokens (dscale cancels; see kernel 1), rounded once to FP32.
   __shared__ double red[Tr::kThreads];
   const int which = static_cast<int>(blockIdx.x - dfn_blocks);  // 0..23 dbase, 24..26 dscale
+  // Thread tid sums tokens tid, tid + kThreads, .. in order, kBatch loads issued before their adds
+  // (one load latency per batch). Tokens past T add +0.0, which leaves the sum's bits as they are
+  // (it is never -0.0). On the H200 this showed no gain over unroll 8 (mhc_h200.md, mhc7): the
+  // 48 registers it takes also apply to the dfn blocks.
   double s = 0.0;
-  if (which < kLogits) {
-    const float* col = records + lay::kRecDl + which;
-#pragma unroll 8
-    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * lay::kTokenRecordFloats];
-  } else {
-    const double* col = reinterpret_cast<const double*>(records) + kRecDscaleD + (which - kLogits);
-#pragma unroll 8
-    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * (lay::kTokenRecordFloats / 2)];
+  const bool dl_col = which < kLogits;
+  const float* col_f = records + lay::kRecDl + which;
+  const double* col_d =
+      reinterpret_cast<const double*>(records) + kRecDscaleD + (dl_col ? 0 : which - kLogits);
+  for (int64_t t0 = tid; t0 < T; t0 += Tr::kBatch * Tr::kThreads) {
+    double v[Tr::kBatch];
+#pragma unroll
+    for (int i = 0; i < Tr::kBatch; ++i) {
+      const int64_t t = t0 + i * Tr::kThreads;
+      v[i] = t >= T ? 0.0
+                    : (dl_col ? static_cast<double>(col_f[t * lay::kTokenRecordFloats])
+                              : col_d[t * (lay::kTokenRecordFloats / 2)]);
+    }
+    asm volatile("" ::: "memory");  // every load of the batch is issued before the first add
+#pragma unroll
+    for (int i = 0; i < Tr::kBatch; ++i) s += v[i];
   }
   red[tid] = s;
   __syncthreads();
@@ -725,7 +775,8 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
 
   using TokTr = mhc_cuda::BwdTokenTraits;
   const int tok_warps = TokTr::Warps(p.sinkhorn_iters);  // a function of the options only
-  const int64_t tok_blocks = (p.T + tok_warps - 1) / tok_warps;
+  const int64_t tok_per_block = TokTr::kTokens * tok_warps;
+  const int64_t tok_blocks = (p.T + tok_per_block - 1) / tok_per_block;
   mhc_cuda::MhcBwdTokenKernel<<<static_cast<unsigned>(tok_blocks), 32 * tok_warps,
                                 tok_warps * TokTr::ChainBytesPerWarp(p.sinkhorn_iters), stream>>>(
       p.X, p.dU, p.scale, p.base, p.stats, p.grad_stats, records, p.T, p.C, p.hc_eps,
