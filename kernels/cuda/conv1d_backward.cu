@@ -78,8 +78,9 @@ __device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const u
 // cp.async.ca per thread, into the same ring slots (lane l fills the 8-byte entries of threads
 // 2 (l % 16) and 2 (l % 16) + 1), so the walk reads them as before. Half the copy instructions,
 // no select of a safe address per tensor, and the rows bypass L1; each step pays a __syncwarp
-// between RingWait and the reads. On the H200: 2% ("bf16") and 6-7% ("fp32") faster at
-// 32768 x 4096 (conv1d_h200.md, 2026-11-29 22:53 UTC).
+// between RingWait and the reads. On the H200, with the marks sized by the tiling (a 164 KB
+// carveout): 2% ("bf16") and 6-7% ("fp32") faster at 32768 x 4096; with the static marks (196 KB)
+// "bf16" was 6% slower instead (conv1d_h200.md, 2026-11-29 22:53 UTC).
 __device__ __forceinline__ void PairedCopy(void* dst, const uint16_t* src, bool valid,
                                            const uint16_t* safe) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
