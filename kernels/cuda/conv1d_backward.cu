@@ -72,6 +72,23 @@ __device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const u
   }
 }
 
+// The paired route (16-byte aligned rows, C > 128 and a multiple of 128, so that a warp is one
+// segment of 128 channels and every lane runs): the warp's two 256-byte rows of a step (x, dy)
+// arrive by one 16-byte cp.async.cg per lane (lanes 0-15 x, 16-31 dy) instead of two 8-byte
+// cp.async.ca per thread, into the same ring slots (lane l fills the 8-byte entries of threads
+// 2 (l % 16) and 2 (l % 16) + 1), so the walk reads them as before. Half the copy instructions,
+// no select of a safe address per tensor, and the rows bypass L1; each step pays a __syncwarp
+// between RingWait and the reads. On the H200, with the marks sized by the tiling (a 164 KB
+// carveout): 2% ("bf16") and 6-7% ("fp32") faster at 32768 x 4096; with the static marks (196 KB)
+// "bf16" was 6% slower instead (conv1d_h200.md, 2026-11-29 22:53 UTC).
+__device__ __forceinline__ void PairedCopy(void* dst, const uint16_t* src, bool valid,
+                                           const uint16_t* safe) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(valid ? src : safe),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
 // One thread's walk over its segment (see the kernel). Step i handles token r = s0 - 3 + i: it
 // asks the rings for the token of step i + kAhead (pointers xn, dyn), pushes x[r] into the
 // window, computes dpre[r] (i >= 3), accumulates dweight/dbias (3 <= i < L + 3) and writes
@@ -80,12 +97,15 @@ __device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const u
 // documents); only then does a start reset the x window (dropping the terms before the
 // document from pre and dweight) and mask dx's look-ahead terms from the next document. `tab`:
 // SiLU''s table in shared memory ("bf16" only).
-template <int V, class Ring, bool kRoundPre, bool kBoundaries>
+//
+// kPaired (see PairedCopy): xn is this lane's half row (x or dy), pw its slot-0 destination; dyn
+// is unused.
+template <int V, class Ring, bool kRoundPre, bool kBoundaries, bool kPaired>
 __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int lim, int store_lim,
                                         int64_t C, const uint16_t* xn, const uint16_t* dyn,
                                         const uint16_t* x_safe, const uint16_t* dy_safe,
                                         uint16_t* dxo, const unsigned char* tab, Ring& xr,
-                                        Ring& dyr, const float (&w)[kConv1dWidth][V],
+                                        Ring& dyr, RawT<V>* pw, const float (&w)[kConv1dWidth][V],
                                         const float (&b)[V], float (&acc)[kPartialRows][V]) {
   constexpr int L = BwdTraits::kSegLen;
   constexpr int kSteps = L + 2 * kHalo;
@@ -105,14 +125,20 @@ __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int li
       const int j = u & 3;
       float xc[V], dyc[V];
       RingWait<Ring>();
+      // The other lanes' copies into this thread's slot are visible after theirs landed.
+      if constexpr (kPaired) __syncwarp();
       Unpack<V>(xr.Get(u % R), xc);
       Unpack<V>(dyr.Get(u % R), dyc);
       const bool next = i + D < lim;
-      xr.Issue((u + D) % R, xn, next, x_safe);
-      dyr.Issue((u + D) % R, dyn, next, dy_safe);
+      if constexpr (kPaired) {
+        PairedCopy(pw + ((u + D) % R) * BwdTraits::kThreads, xn, next, x_safe);
+      } else {
+        xr.Issue((u + D) % R, xn, next, x_safe);
+        dyr.Issue((u + D) % R, dyn, next, dy_safe);
+        dyn += C;
+      }
       RingCommit<Ring>();
       xn += C;
-      dyn += C;
       if (i >= kSteps) continue;
       if constexpr (kBoundaries) {
         const uint32_t st = MarkAt(marks, mbase + i);
@@ -183,7 +209,10 @@ __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int li
 }
 
 // Shared memory of the main kernel: the two rings, then (aliasing them once the walk is done)
-// the per-segment partial sums; then, under "bf16", SiLU''s table.
+// the per-segment partial sums; then, under "bf16", SiLU''s table; then the tile's document-start
+// marks, sized by the call's tiling: 35 words when C >= 256, where a static array sized for
+// C <= 8 took 1089 (4.3 KB a CTA). Two "bf16" CTAs then fit a 164 KB shared-memory carveout
+// (~161 KB with the per-CTA reserve) instead of 196 KB, which leaves the SM 92 KB of L1, not 60.
 template <int V, class Ring>
 constexpr int BwdSmemTabOffset() {
   constexpr int ring = 2 * Ring::kSmemBytes;
@@ -194,6 +223,48 @@ template <int V, class Ring, bool kRoundPre>
 constexpr int BwdSmemBytes() {
   return BwdSmemTabOffset<V, Ring>() + (kRoundPre ? kSiluTabSmemBytes : 0);
 }
+__host__ __device__ inline int BwdMarkWords(const Tiling& tl) {
+  return static_cast<int>((tl.tile_tokens + 2 * kHalo + 31) / 32);
+}
+
+// Weights and bias of channels c0 .. c0 + V - 1: each channel's four weights as one 16-byte
+// load (BF16: 8 bytes) when the pointer allows, not four scalar loads at a 64-byte lane stride.
+template <int V>
+__device__ __forceinline__ void LoadBwdParams(const Conv1dBwdParams& p, int64_t c0,
+                                              float (&w)[kConv1dWidth][V], float (&b)[V]) {
+  const uintptr_t wa = reinterpret_cast<uintptr_t>(p.weight);
+  if (p.weight_dtype == DType::kFP32 && (wa & 15u) == 0) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float4 q = __ldg(static_cast<const float4*>(p.weight) + c0 + v);
+      w[0][v] = q.x;
+      w[1][v] = q.y;
+      w[2][v] = q.z;
+      w[3][v] = q.w;
+    }
+  } else if (p.weight_dtype == DType::kBF16 && (wa & 7u) == 0) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const uint2 q = __ldg(static_cast<const uint2*>(p.weight) + c0 + v);
+      w[0][v] = LoBf16(q.x);
+      w[1][v] = HiBf16(q.x);
+      w[2][v] = LoBf16(q.y);
+      w[3][v] = HiBf16(q.y);
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+#pragma unroll
+      for (int k = 0; k < kConv1dWidth; ++k) {
+        w[k][v] = LoadParam(p.weight, p.weight_dtype, (c0 + v) * kConv1dWidth + k);
+      }
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    b[v] = p.bias != nullptr ? LoadParam(p.bias, p.bias_dtype, c0 + v) : 0.0f;
+  }
+}
 
 // SiLU''s table (conv1d_traits.h), positive half then negative: data of the library, generated
 // once (tools/gen/conv1d_silu_table.py, 60-digit arithmetic, one rounding), so that the backward
@@ -203,17 +274,22 @@ __device__ const float kSiluGradTable[kSiluTabEntries] = {
 #include "conv1d_silu_table.inc"
 };
 
-template <int V, class Ring, bool kRoundPre, int kMinBlocks>
+// kPaired: the paired copy route (PairedCopy; the host picks it only when the rows are 16-byte
+// aligned, tl.vx == 32 and C is a multiple of 128, so that a warp's lanes all run).
+template <int V, class Ring, bool kRoundPre, int kMinBlocks, bool kPaired>
 __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     Conv1dBwdMainKernel(const __grid_constant__ Conv1dBwdParams p, const Tiling tl) {
+  static_assert(!kPaired || (V == 4 && Ring::kAsync), "the paired route is V = 4 in shared memory");
   using Tr = BwdTraits;
   constexpr int L = Tr::kSegLen;
   // kHalo tokens of x history, L tokens of dpre + dweight, kHalo more dpre for dx's look-ahead.
   constexpr int kSteps = L + 2 * kHalo;
   constexpr int D = Ring::kAhead;
-  __shared__ uint32_t marks[Tr::kMarkWords];
   extern __shared__ __align__(16) unsigned char smem[];
   float* red = reinterpret_cast<float*>(smem);
+  unsigned char* tab = smem + BwdSmemTabOffset<V, Ring>();
+  uint32_t* marks = reinterpret_cast<uint32_t*>(tab + (kRoundPre ? kSiluTabSmemBytes : 0));
+  const int mark_words = BwdMarkWords(tl);
 
   const bool cu64 = p.seqlens_dtype == DType::kINT64;
   CheckCuSeqlens(p.cu_seqlens, cu64, p.num_docs, p.S, p.device_status);
@@ -238,17 +314,28 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   dyr.Init(smem + Ring::kSmemBytes, tid);
   const uint16_t* x_safe = p.x;  // a valid address for the zero-filling copies
   const uint16_t* dy_safe = p.dy;
+  // kPaired: lane l copies channels [c_warp + 8 (l % 16), + 8) of x (l < 16) or dy.
+  const int lane = tid & 31;
+  const bool lane_x = lane < 16;
+  const int64_t c_lane = ctile * tl.vx * V + (lane & 15) * 8;
+  const uint16_t* lane_src = lane_x ? p.x : p.dy;
+  RawT<V>* pw = reinterpret_cast<RawT<V>*>(smem + (lane_x ? 0 : Ring::kSmemBytes)) + (tid & ~31) +
+                2 * (lane & 15);
 #pragma unroll
   for (int j = 0; j < D; ++j) {
     const int64_t r = s0 - kHalo + j;
-    const int64_t off = (r >= 0 ? r : 0) * C + c0;
-    xr.Issue(j, p.x + off, run && r >= 0 && j < avail, x_safe);
-    dyr.Issue(j, p.dy + off, run && j >= kHalo && j < avail, dy_safe);
+    const int64_t off = (r >= 0 ? r : 0) * C;
+    if constexpr (kPaired) {
+      PairedCopy(pw + j * Tr::kThreads, lane_src + off + c_lane,
+                 run && r >= 0 && j < avail && (lane_x || j >= kHalo), x_safe);
+    } else {
+      xr.Issue(j, p.x + off + c0, run && r >= 0 && j < avail, x_safe);
+      dyr.Issue(j, p.dy + off + c0, run && j >= kHalo && j < avail, dy_safe);
+    }
     RingCommit<Ring>();
   }
-  MarkDocStarts<Tr::kThreads, Tr::kMarkWords>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
-                                              tl.tile_tokens + 2 * kHalo, marks);
-  unsigned char* tab = smem + BwdSmemTabOffset<V, Ring>();
+  MarkDocStarts<Tr::kThreads>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
+                              tl.tile_tokens + 2 * kHalo, marks, mark_words);
   if constexpr (kRoundPre) {
     // The copy's L2 round trips overlap the rings' first copies, issued above.
     float* dst = reinterpret_cast<float*>(tab);
@@ -263,26 +350,21 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   float acc[kPartialRows][V] = {};  // dweight[:, 0..3], dbias over this segment
   if (run) {
     float w[kConv1dWidth][V], b[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-#pragma unroll
-      for (int k = 0; k < kConv1dWidth; ++k) {
-        w[k][v] = LoadParam(p.weight, p.weight_dtype, (c0 + v) * kConv1dWidth + k);
-      }
-      b[v] = p.bias != nullptr ? LoadParam(p.bias, p.bias_dtype, c0 + v) : 0.0f;
-    }
+    LoadBwdParams<V>(p, c0, w, b);
     const int mbase = si * L;
     const int lim = avail;
     const int store_lim = avail + kHalo < kSteps ? avail + kHalo : kSteps;
-    const uint16_t* xn = p.x + (s0 - kHalo + D) * C + c0;  // the token of step kAhead
+    // The token of step kAhead (kPaired: this lane's half row of x or dy).
+    const uint16_t* xn =
+        kPaired ? lane_src + (s0 - kHalo + D) * C + c_lane : p.x + (s0 - kHalo + D) * C + c0;
     const uint16_t* dyn = p.dy + (s0 - kHalo + D) * C + c0;
     uint16_t* dxo = p.dx + s0 * C + c0;  // the dx row of step 6
     if (AnyMark(marks, mbase + 1, kSteps - 1)) {
-      BwdWalk<V, Ring, kRoundPre, true>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe, dy_safe,
-                                        dxo, tab, xr, dyr, w, b, acc);
+      BwdWalk<V, Ring, kRoundPre, true, kPaired>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe,
+                                                 dy_safe, dxo, tab, xr, dyr, pw, w, b, acc);
     } else {
-      BwdWalk<V, Ring, kRoundPre, false>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe, dy_safe,
-                                         dxo, tab, xr, dyr, w, b, acc);
+      BwdWalk<V, Ring, kRoundPre, false, kPaired>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe,
+                                                  dy_safe, dxo, tab, xr, dyr, pw, w, b, acc);
     }
   }
   // The last copies of every thread (zero fills past the end included) land before the rings'
@@ -436,8 +518,15 @@ Status ZeroParameterGrads(const Conv1dBwdParams& p, cudaStream_t stream) {
       "zeroing dbias");
 }
 
+// The paired route (PairedCopy) on 16-byte aligned rows: every warp must be one segment of
+// 32 x 4 channels (vx == 32, so C > 128) with all of them present.
+bool PairedRouteFits(const Conv1dBwdParams& p) {
+  constexpr int64_t kWarpChannels = 32 * 4;
+  return MakeTiling<BwdTraits>(p.S, p.C, 4).vx == 32 && p.C % kWarpChannels == 0;
+}
+
 // Both launches of one backward call for one kernel configuration.
-template <int V, class Ring, int kMinBlocks>
+template <int V, class Ring, int kMinBlocks, bool kPaired = false>
 Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
   return DispatchPolicy(p.policy, [&](auto round_pre) -> Status {
     constexpr bool kRoundPre = decltype(round_pre)::value;
@@ -445,16 +534,17 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
     const Tiling tl = MakeTiling<BwdTraits>(p.S, p.C, V);
     const int64_t blocks = tl.num_ctiles * tl.num_ttiles;
     if (blocks > INT_MAX) return InvalidArgument("conv1d: S * C too large for one launch");
-    constexpr int kSmem = BwdSmemBytes<V, Ring, kRoundPre>();
-    auto* kernel = Conv1dBwdMainKernel<V, Ring, kRoundPre, kMinBlocks>;
-    if constexpr (kSmem > 40 * 1024) {  // beyond the default 48 KB with the static part
+    const int smem =
+        BwdSmemBytes<V, Ring, kRoundPre>() + BwdMarkWords(tl) * static_cast<int>(sizeof(uint32_t));
+    auto* kernel = Conv1dBwdMainKernel<V, Ring, kRoundPre, kMinBlocks, kPaired>;
+    if (smem > 40 * 1024) {  // beyond the default 48 KB with the static part
       // Per call (not once): the attribute belongs to the device current now.
       Status a = CudaStatus(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
           "backward main kernel shared memory");
       if (!a.ok()) return a;
     }
-    kernel<<<static_cast<unsigned>(blocks), BwdTraits::kThreads, kSmem, stream>>>(p, tl);
+    kernel<<<static_cast<unsigned>(blocks), BwdTraits::kThreads, smem, stream>>>(p, tl);
     Status launched = CudaStatus(cudaGetLastError(), "backward main kernel launch");
     if (!launched.ok()) return launched;
 
@@ -497,6 +587,8 @@ Status Conv1dBackwardCuda(const Conv1dBwdParams& p, cudaStream_t stream) {
   // the same.
   switch (ChooseVec(p.C, p.x, p.dy, p.dx)) {
     case 8:
+      if (PairedRouteFits(p)) return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks, true>(p, stream);
+      return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks>(p, stream);
     case 4:
       return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks>(p, stream);
     case 2:

@@ -176,14 +176,15 @@ __device__ __forceinline__ void CheckCuSeqlens(const void* cu, bool cu64, int64_
   if (bad) atomicOr(status, kDeviceStatusBadCuSeqlens);
 }
 
-// Sets bit i of `marks` when a document starts at token a + i, for i in [0, n). A 257-ary search
+// Sets bit i of `marks` (`words` words, at least (n + 31) / 32) when a document starts at token
+// a + i, for i in [0, n). A 257-ary search
 // (one probe per thread and round, so one round for N < 257) finds the document holding token a;
 // the threads then walk the following offsets. Malformed offsets cannot push an index out of
 // [0, N] or a bit out of [0, n); they only give wrong marks, which CheckCuSeqlens reports.
-template <int kThreads, int kWords>
+template <int kThreads>
 __device__ __forceinline__ void MarkDocStarts(const void* cu, bool cu64, int64_t num_docs,
-                                              int64_t a, int64_t n, uint32_t* marks) {
-  for (int i = threadIdx.x; i < kWords; i += kThreads) marks[i] = 0u;
+                                              int64_t a, int64_t n, uint32_t* marks, int words) {
+  for (int i = threadIdx.x; i < words; i += kThreads) marks[i] = 0u;
   __syncthreads();
   // Invariant (for valid offsets): the last d with cu[d] <= a lies in [lo, hi).
   int64_t lo = 0, hi = num_docs + 1;

@@ -108,8 +108,8 @@ __global__ void __launch_bounds__(FwdTraits::kThreads, kMinBlocks)
   }
   float w[kConv1dWidth][V], b[V];
   LoadChannelParams<V>(p.weight, p.weight_dtype, p.bias, p.bias_dtype, c0, run, w, b);
-  MarkDocStarts<Tr::kThreads, Tr::kMarkWords>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
-                                              tl.tile_tokens + 2 * kHalo, marks);
+  MarkDocStarts<Tr::kThreads>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
+                              tl.tile_tokens + 2 * kHalo, marks, Tr::kMarkWords);
   if (run) {
     const int mbase = si * L;
     const uint16_t* xn = p.x + (s0 - kHalo + D) * C + c0;  // the token of step kAhead

@@ -38,15 +38,18 @@ using FwdTraits = TileTraits<128, 64, 32>;
 // Backward: 256-thread CTAs, two per SM at 128 registers (V = 4; 16 warps per SM, as four
 // 128-thread CTAs gave before). Under "bf16" each CTA holds SiLU''s table in shared memory
 // (below), and a CTA twice as large copies it half as often: 48 KB of rings + 31.5 KB of table +
-// ~6 KB per CTA, ~172 KB per SM, which leaves ~56 KB of L1 for the rings' cp.async.ca copies.
+// the tile's marks (140 bytes when C >= 256) + 1 KB reserved per CTA, ~161 KB per SM, so a 164 KB
+// carveout with 92 KB of L1 (conv1d_backward.cu).
 // Segments of 136 tokens: a walk of L tokens takes L + 6 steps (the halo) rounded up to the
 // ring's 12-step body, so 136 (144 steps) wastes less than 64 did (72 steps for 64 tokens), and a
 // CTA's start-up (ring prefill, document search, table copy, under block barriers) is paid for
 // 1088 tokens instead of 512. On the H200 (sixth session, same call, two runs each) that took
 // "bf16" from 259-264 to 243-245 us at 32768 x 4096 (1.28-1.29x the floor) and from 1452-1669
 // to 1319-1390 us at 65536 x 12288 (1.16-1.22x); "fp32" 274-280 -> 279-282 us (small shape) and
-// 1617-1880 -> 1555-1763 us (large, power-capped); L = 100 was in between. The partial rows are
-// 20 bytes per channel per 1088-token tile (0.3% of the main traffic).
+// 1617-1880 -> 1555-1763 us (large, power-capped); L = 100 was in between; L = 126 (exactly 4
+// waves of CTAs at 32768 x 4096) and persistent CTAs walking several tiles each were slower
+// (seventh session, conv1d_h200.md). The partial rows are 20 bytes per channel per 1088-token
+// tile (0.3% of the main traffic).
 using BwdTraits = TileTraits<256, 136, 32>;
 
 // SiLU' of every BF16 preactivation p the "bf16" policy can see, correctly rounded to FP32 from

@@ -792,11 +792,13 @@ TEST(Conv1dGpu, RejectsBadArgumentsWithoutLaunching) {
 
 // ---------------------------------------------------------------------------------------------
 // Small problems for compute-sanitizer (memcheck, racecheck): odd widths, 1-token and empty
-// documents, the reference library as oracle, and malformed offsets.
+// documents, the reference library as oracle, and malformed offsets. C = 256 takes the
+// backward's paired-copy route (lanes fill each other's ring slots under __syncwarp); C = 128
+// must not (a warp holds two 64-channel segments there).
 
 TEST(Conv1dGpuSanitize, SmallProblemsAgainstReferenceAndMalformedOffsets) {
   CAKEGRAD_REQUIRE_GPU();
-  for (int64_t C : {1, 7, 24, 72}) {
+  for (int64_t C : {1, 7, 24, 72, 128, 256}) {
     for (const Route& route : {kF32, kNoBiasBf16, kBf16Params}) {
       const Problem p = MakeProblem({0, 1, 130, 2, 0, 3, 77, 4}, C, route);
       DeviceProblem d(p);
@@ -875,7 +877,7 @@ TEST(Conv1dGpuSanitize, SmallProblemsAgainstReferenceAndMalformedOffsets) {
             << "C=" << C << " y[" << i / C << ", " << i % C << "]";
       }
     }
-    if (C == 7 || C == 72) {
+    if (C == 7 || C == 72 || C == 256) {
       const Problem p = MakeProblem({40, 0, 33}, C, kF32);
       for (const auto& cu : MalformedOffsets(p.S)) ExpectMalformedFlagged(p, cu, DType::kINT32);
     }
