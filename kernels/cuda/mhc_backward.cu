@@ -385,6 +385,17 @@ struct BwdColumnsTcTraits {
   static_assert(kMinBlocks * kSmemBytes <= 227 * 1024, "kMinBlocks CTAs per SM");
 };
 
+// The stage token of row i of a dxmap m16 tile. The epilogue's 8-byte loads of X, dY, dU are
+// served half a warp at a time; lanes g = 0..3 (and 4..7) of a half hold rows g + 8 h, and with
+// rows = tokens in order their four tokens hit only four of the eight swizzle chunks, two
+// 16-byte words a bank group: 4 wavefronts a load instead of 2 (ncu, T = 16384: 28.6% of the
+// shared-load wavefronts were bank conflicts, ~50 a warp a stage; 24 such loads a warp a stage).
+// Rows g = 0..3 take even tokens and g = 4..7 odd ones, so a half's tokens fall in distinct
+// chunk pairs. Each MMA row is its token's own dot product: the values do not change.
+__device__ __forceinline__ int DxRowToken(int i) {
+  return 8 * (i >> 3) + 2 * (i & 3) + ((i >> 2) & 1);
+}
+
 // Byte offset of channel ch (a multiple of 4) of row r in a 128-byte-swizzled tile.
 __device__ __forceinline__ uint32_t Swz128(int r, int ch) {
   return static_cast<uint32_t>(r * 128 + ((((ch >> 3) ^ r) & 7) << 4) + ((ch & 7) << 1));
@@ -408,6 +419,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
+  const int gt = DxRowToken(g);
   const int a = warp / Tr::kWarpsPerStream;                      // stream
   const int wch = Tr::kWarpCols * (warp % Tr::kWarpsPerStream);  // warp's first channel
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * Tr::kCh;
@@ -563,8 +575,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       uint32_t af[kDzSteps][4];
 #pragma unroll
       for (int ks = 0; ks < kDzSteps; ++ks) {
-        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow + 2 * (16 * ks + 8 * (lane >> 4)),
-                       af[ks]);
+        LdMatrixX4Addr(
+            rec_s + (16 * mt + DxRowToken(lane & 15)) * kRecRow + 2 * (16 * ks + 8 * (lane >> 4)),
+            af[ks]);
       }
 #pragma unroll
       for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
@@ -576,7 +589,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int tt = 16 * mt + g + 8 * h;
+        const int tt = 16 * mt + 8 * h + gt;
         if (tt < nb) {
           const uint32_t cf = st_s + tt * kRecRow;
           const float pre = LdsF32(cf + 4 * (Tr::kCoefPre + a));
