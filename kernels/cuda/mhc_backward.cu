@@ -647,7 +647,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 struct BwdReduceTraits {
   static constexpr int kThreads = 256;
   static constexpr int kScalarBlocks = kLogits + 3;
-  static constexpr int kBatch = 16;  // token loads in flight per thread, scalar blocks
 };
 
 __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
@@ -685,27 +684,17 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   // dbase and dscale: FP64 over tokens (dscale cancels; see kernel 1), rounded once to FP32.
   __shared__ double red[Tr::kThreads];
   const int which = static_cast<int>(blockIdx.x - dfn_blocks);  // 0..23 dbase, 24..26 dscale
-  // Thread tid sums tokens tid, tid + kThreads, .. in order, kBatch loads issued before their adds
-  // (one load latency per batch). Tokens past T add +0.0, which leaves the sum's bits as they are
-  // (it is never -0.0). On the H200 this showed no gain over unroll 8 (mhc_h200.md, mhc7): the
-  // 48 registers it takes also apply to the dfn blocks.
+  // 16 tokens a batch (60197be, mhc7) took 48 registers, which the dfn blocks share, and showed no
+  // gain on the H200; the plain strided sums keep the kernel at 32.
   double s = 0.0;
-  const bool dl_col = which < kLogits;
-  const float* col_f = records + lay::kRecDl + which;
-  const double* col_d =
-      reinterpret_cast<const double*>(records) + kRecDscaleD + (dl_col ? 0 : which - kLogits);
-  for (int64_t t0 = tid; t0 < T; t0 += Tr::kBatch * Tr::kThreads) {
-    double v[Tr::kBatch];
-#pragma unroll
-    for (int i = 0; i < Tr::kBatch; ++i) {
-      const int64_t t = t0 + i * Tr::kThreads;
-      v[i] = t >= T ? 0.0
-                    : (dl_col ? static_cast<double>(col_f[t * lay::kTokenRecordFloats])
-                              : col_d[t * (lay::kTokenRecordFloats / 2)]);
-    }
-    asm volatile("" ::: "memory");  // every load of the batch is issued before the first add
-#pragma unroll
-    for (int i = 0; i < Tr::kBatch; ++i) s += v[i];
+  if (which < kLogits) {
+    const float* col = records + lay::kRecDl + which;
+#pragma unroll 8
+    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * lay::kTokenRecordFloats];
+  } else {
+    const double* col = reinterpret_cast<const double*>(records) + kRecDscaleD + (which - kLogits);
+#pragma unroll 8
+    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * (lay::kTokenRecordFloats / 2)];
   }
   red[tid] = s;
   __syncthreads();
