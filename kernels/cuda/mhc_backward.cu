@@ -341,7 +341,7 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 // by shared-memory bandwidth (L1/TEX 82%: each stage is written once by the copies and read by
 // the ldmatrix and epilogue loads). Per-row bulk copies (384 of 16..128 bytes a stage, no
 // tensor map) took 3.1 ms: the copy engine handles small requests slowly. A 4-stage ring gave
-// 0.597 ms.
+// 0.597 ms. dxmap rows permuted for conflict-free epilogue loads (DxRowToken): 0.545 ms.
 template <int kChannels, int kStageCount>
 struct BwdColumnsTcTraits {
   static constexpr int kCh = kChannels;  // channels per stream per CTA
@@ -391,7 +391,9 @@ struct BwdColumnsTcTraits {
 // 16-byte words a bank group: 4 wavefronts a load instead of 2 (ncu, T = 16384: 28.6% of the
 // shared-load wavefronts were bank conflicts, ~50 a warp a stage; 24 such loads a warp a stage).
 // Rows g = 0..3 take even tokens and g = 4..7 odd ones, so a half's tokens fall in distinct
-// chunk pairs. Each MMA row is its token's own dot product: the values do not change.
+// chunk pairs. Each MMA row is its token's own dot product: the values do not change. Measured
+// (mhc8, ncu, T = 16384): bank conflicts 26.0 M -> 1.2 M of 91.0 M -> 66.2 M wavefronts, the
+// kernel 591 -> 545 us (with tests running beside it).
 __device__ __forceinline__ int DxRowToken(int i) {
   return 8 * (i >> 3) + 2 * (i & 3) + ((i >> 2) & 1);
 }
