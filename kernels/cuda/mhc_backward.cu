@@ -341,7 +341,7 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 // by shared-memory bandwidth (L1/TEX 82%: each stage is written once by the copies and read by
 // the ldmatrix and epilogue loads). Per-row bulk copies (384 of 16..128 bytes a stage, no
 // tensor map) took 3.1 ms: the copy engine handles small requests slowly. A 4-stage ring gave
-// 0.597 ms.
+// 0.597 ms. dxmap rows permuted for conflict-free epilogue loads (DxRowToken): 0.545 ms.
 template <int kChannels, int kStageCount>
 struct BwdColumnsTcTraits {
   static constexpr int kCh = kChannels;  // channels per stream per CTA
@@ -385,6 +385,19 @@ struct BwdColumnsTcTraits {
   static_assert(kMinBlocks * kSmemBytes <= 227 * 1024, "kMinBlocks CTAs per SM");
 };
 
+// The stage token of row i of a dxmap m16 tile. The epilogue's 8-byte loads of X, dY, dU are
+// served half a warp at a time; lanes g = 0..3 (and 4..7) of a half hold rows g + 8 h, and with
+// rows = tokens in order their four tokens hit only four of the eight swizzle chunks, two
+// 16-byte words a bank group: 4 wavefronts a load instead of 2 (ncu, T = 16384: 28.6% of the
+// shared-load wavefronts were bank conflicts, ~50 a warp a stage; 24 such loads a warp a stage).
+// Rows g = 0..3 take even tokens and g = 4..7 odd ones, so a half's tokens fall in distinct
+// chunk pairs. Each MMA row is its token's own dot product: the values do not change. Measured
+// (mhc8, ncu, T = 16384): bank conflicts 26.0 M -> 1.2 M of 91.0 M -> 66.2 M wavefronts, the
+// kernel 591 -> 545 us (with tests running beside it).
+__device__ __forceinline__ int DxRowToken(int i) {
+  return 8 * (i >> 3) + 2 * (i & 3) + ((i >> 2) & 1);
+}
+
 // Byte offset of channel ch (a multiple of 4) of row r in a 128-byte-swizzled tile.
 __device__ __forceinline__ uint32_t Swz128(int r, int ch) {
   return static_cast<uint32_t>(r * 128 + ((((ch >> 3) ^ r) & 7) << 4) + ((ch & 7) << 1));
@@ -408,6 +421,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
+  const int gt = DxRowToken(g);
   const int a = warp / Tr::kWarpsPerStream;                      // stream
   const int wch = Tr::kWarpCols * (warp % Tr::kWarpsPerStream);  // warp's first channel
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * Tr::kCh;
@@ -563,8 +577,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       uint32_t af[kDzSteps][4];
 #pragma unroll
       for (int ks = 0; ks < kDzSteps; ++ks) {
-        LdMatrixX4Addr(rec_s + (16 * mt + (lane & 15)) * kRecRow + 2 * (16 * ks + 8 * (lane >> 4)),
-                       af[ks]);
+        LdMatrixX4Addr(
+            rec_s + (16 * mt + DxRowToken(lane & 15)) * kRecRow + 2 * (16 * ks + 8 * (lane >> 4)),
+            af[ks]);
       }
 #pragma unroll
       for (int ks = 0; ks < Tr::kKDx / 16; ++ks) {
@@ -576,7 +591,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int tt = 16 * mt + g + 8 * h;
+        const int tt = 16 * mt + 8 * h + gt;
         if (tt < nb) {
           const uint32_t cf = st_s + tt * kRecRow;
           const float pre = LdsF32(cf + 4 * (Tr::kCoefPre + a));
@@ -634,7 +649,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 struct BwdReduceTraits {
   static constexpr int kThreads = 256;
   static constexpr int kScalarBlocks = kLogits + 3;
-  static constexpr int kBatch = 16;  // token loads in flight per thread, scalar blocks
 };
 
 __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
@@ -672,27 +686,17 @@ __global__ void __launch_bounds__(BwdReduceTraits::kThreads)
   // dbase and dscale: FP64 over tokens (dscale cancels; see kernel 1), rounded once to FP32.
   __shared__ double red[Tr::kThreads];
   const int which = static_cast<int>(blockIdx.x - dfn_blocks);  // 0..23 dbase, 24..26 dscale
-  // Thread tid sums tokens tid, tid + kThreads, .. in order, kBatch loads issued before their adds
-  // (one load latency per batch). Tokens past T add +0.0, which leaves the sum's bits as they are
-  // (it is never -0.0). On the H200 this showed no gain over unroll 8 (mhc_h200.md, mhc7): the
-  // 48 registers it takes also apply to the dfn blocks.
+  // 16 tokens a batch (60197be, mhc7) took 48 registers, which the dfn blocks share, and showed no
+  // gain on the H200; the plain strided sums keep the kernel at 32.
   double s = 0.0;
-  const bool dl_col = which < kLogits;
-  const float* col_f = records + lay::kRecDl + which;
-  const double* col_d =
-      reinterpret_cast<const double*>(records) + kRecDscaleD + (dl_col ? 0 : which - kLogits);
-  for (int64_t t0 = tid; t0 < T; t0 += Tr::kBatch * Tr::kThreads) {
-    double v[Tr::kBatch];
-#pragma unroll
-    for (int i = 0; i < Tr::kBatch; ++i) {
-      const int64_t t = t0 + i * Tr::kThreads;
-      v[i] = t >= T ? 0.0
-                    : (dl_col ? static_cast<double>(col_f[t * lay::kTokenRecordFloats])
-                              : col_d[t * (lay::kTokenRecordFloats / 2)]);
-    }
-    asm volatile("" ::: "memory");  // every load of the batch is issued before the first add
-#pragma unroll
-    for (int i = 0; i < Tr::kBatch; ++i) s += v[i];
+  if (which < kLogits) {
+    const float* col = records + lay::kRecDl + which;
+#pragma unroll 8
+    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * lay::kTokenRecordFloats];
+  } else {
+    const double* col = reinterpret_cast<const double*>(records) + kRecDscaleD + (which - kLogits);
+#pragma unroll 8
+    for (int64_t t = tid; t < T; t += Tr::kThreads) s += col[t * (lay::kTokenRecordFloats / 2)];
   }
   red[tid] = s;
   __syncthreads();
