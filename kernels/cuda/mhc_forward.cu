@@ -335,7 +335,8 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     gets sq from the same MMAs (the diagonal of x x^T). The CTA sums its 8 warps in order; the
 //     cluster sums the 16 CTA partials through distributed shared memory in rank order. CTA r
 //     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U every
-//     CTA also sums z_0..3 and sq of all 32 tokens, for pre.
+//     CTA also sums z_0..3 and sq of all 32 tokens, for pre. Without U two warps sum the 2 own
+//     tokens and write m and r at once while the others sum the next stage's CTA partials.
 //   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
 // The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
 // so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
@@ -348,7 +349,8 @@ __global__ void __launch_bounds__(kStreamThreads)
 // after a block barrier: faster forward_stats, equal forward_prepare); sq on the tensor cores,
 // unpadded swizzled warp partials summed 4 tokens a thread, own-token cluster sums only without
 // U, and two n8 token tiles a step (together 0.239 -> 0.206 ms stats, 0.337 -> 0.309 ms prepare
-// at T = 16384).
+// at T = 16384); without U the own-token sums in two own warps from token-major CTA partials
+// (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096).
 template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
@@ -378,6 +380,14 @@ struct FwdClusterTraits {
   static constexpr int kSmemBytes =
       kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 4 * kStageTok) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
+  // Without U: warps that sum the CTA's own tokens over the cluster, kOwnTok / kOwnWarps tokens
+  // each with lane v holding value v; the other warps sum the next stage's CTA partials. Two
+  // (one token each) measured faster than one (H200, T = 16384: 0.187 vs 0.194 ms), though the
+  // 192 other threads then need two passes for 8 of the CTA sums' 200 items.
+  static constexpr int kOwnWarps = 2;
+  static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
+  static_assert(kVals <= 32, "one lane a value in the own-token sums");
+  static_assert(kOwnWarps < kWarps, "warps left for the CTA sums");
   static_assert(kG >= 1 && kG <= 4, "fn fragments take 48 kG / kSplit registers");
   static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
   static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
@@ -529,12 +539,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       }
     }
   };
+  // cpart's float of value v of stage token tok. With U [v][tok]: the CTA sums store 4 tokens as
+  // a float4 and the cluster sums of z_0..3 and sq read consecutive tokens. Without U [tok][v]:
+  // the own warps' lanes read one token's 25 values from each CTA without bank conflicts. In
+  // [v][tok] all 25 lanes hit one bank: forward_stats took 0.260 ms instead of 0.204 (main) at
+  // T = 16384, and [tok][v] 0.194 (one own warp, H200).
+  constexpr bool kTokMajor = !kWithU;
+  auto cp_index = [](int v, int tok) {
+    return kTokMajor ? tok * Tr::kVals + v : v * Tr::kStageTok + tok;
+  };
   // The CTA's partials of stage s: its warps' slots summed in order, into parity s % 2, 4 tokens a
-  // thread (the swizzle moves whole 8-token groups).
-  auto cta_sum = [&](int64_t s) {
+  // thread (the swizzle moves whole 8-token groups); thread i0 of n sums items i0, i0 + n, ...
+  auto cta_sum = [&](int64_t s, int i0, int n) {
     float* cp = cpart + (s & 1) * Tr::kCpartFloats;
     constexpr int kQuads = Tr::kStageTok / 4;
-    for (int i = tid; i < Tr::kVals * kQuads; i += Tr::kThreads) {
+    for (int i = i0; i < Tr::kVals * kQuads; i += n) {
       const int v = i / kQuads, tok = 4 * (i % kQuads);
       const float* w0 = wpart + wp_index(v, tok);
       float4 sum = *reinterpret_cast<const float4*>(w0);
@@ -546,23 +565,22 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         sum.z += p.z;
         sum.w += p.w;
       }
-      *reinterpret_cast<float4*>(cp + v * Tr::kStageTok + tok) = sum;
+      if (kTokMajor) {
+        cp[cp_index(v, tok)] = sum.x;
+        cp[cp_index(v, tok + 1)] = sum.y;
+        cp[cp_index(v, tok + 2)] = sum.z;
+        cp[cp_index(v, tok + 3)] = sum.w;
+      } else {
+        *reinterpret_cast<float4*>(cp + v * Tr::kStageTok + tok) = sum;
+      }
     }
   };
-  // Without U only this CTA's tokens need sums: zs[v kOwnTok + i] = z_v (sq at v = 24) of own
-  // token i.
-  constexpr bool kOwnOnly = !kWithU;
-  // Cluster sums of stage s in rank order: z_0..3 and sq of every token, z_4..23 of this CTA's
-  // tokens.
+  // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre), z_4..23
+  // of this CTA's tokens.
   auto cluster_sum = [&](int64_t s, int idx) {
     // Thread idx sums into zs[idx] (zs_all, then zs_own order).
     int v = -1, tok = 0;
-    if (kOwnOnly) {
-      if (idx < Tr::kVals * Tr::kOwnTok) {
-        v = idx / Tr::kOwnTok;
-        tok = rank * Tr::kOwnTok + idx % Tr::kOwnTok;
-      }
-    } else if (idx < 5 * Tr::kStageTok) {
+    if (idx < 5 * Tr::kStageTok) {
       v = idx / Tr::kStageTok;
       tok = idx % Tr::kStageTok;
       v = v < 4 ? v : kLogits;
@@ -572,6 +590,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
     }
     if (v >= 0) {
+      // With U cpart is [v][tok] (cp_index).
       const uint32_t addr = cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats +
                                                                  v * Tr::kStageTok + tok);
       float p[Tr::kCtas];
@@ -586,15 +605,43 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
   auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
   auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
-  // z_v (v < 24) or sq (v = 24) of own token i: the same rank-order sums in either layout.
+  // z_v (v < 24) or sq (v = 24) of own token i.
   auto own_val = [&](int v, int i) {
-    if (kOwnOnly) return zs[v * Tr::kOwnTok + i];
     return v < 4 || v == kLogits ? zs[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
   };
-  // m and r of this CTA's tokens of stage s; with U, pre of all its tokens.
-  auto coefficients = [&](int64_t s) {
+  // Without U: own warp w's sums of stage s, the same rank-order sums as cluster_sum's (the same
+  // bits), and m = r z and r of its tokens to stats. No coefficient step and no zs round trip,
+  // while the other warps sum the next stage's CTA partials.
+  auto own_stats = [&](int64_t s) {
+    constexpr int kTok = Tr::kOwnTok / Tr::kOwnWarps;
+    const int v = lane < Tr::kVals ? lane : kLogits;  // lanes past sq repeat it, unwritten
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-    if (kWithU && tid < Tr::kStageTok) {
+    float p[kTok][Tr::kCtas];
+#pragma unroll
+    for (int i = 0; i < kTok; ++i) {
+      const int tok = rank * Tr::kOwnTok + warp * kTok + i;
+      const uint32_t addr =
+          cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
+#pragma unroll
+      for (int r = 0; r < Tr::kCtas; ++r) p[i][r] = LdsClusterF32(MapaShared(addr, r));
+    }
+#pragma unroll
+    for (int i = 0; i < kTok; ++i) {
+      float sum = p[i][0];
+#pragma unroll
+      for (int r = 1; r < Tr::kCtas; ++r) sum += p[i][r];
+      const float rinv = RmsInv(__shfl_sync(0xffffffffu, sum, kLogits), C, rms_eps);
+      const int64_t t = t0 + rank * Tr::kOwnTok + warp * kTok + i;
+      if (lane < Tr::kVals && t < T) {
+        stats[t * kMhcStatsWidth + lane] = lane < kLogits ? rinv * sum : rinv;
+      }
+    }
+  };
+  // With U: m and r of this CTA's tokens of stage s, and pre of all its tokens.
+  auto coefficients = [&](int64_t s) {
+    if (!kWithU) return;
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    if (tid < Tr::kStageTok) {
       const float r = RmsInv(zs[zs_all(kLogits, tid)], C, rms_eps);
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
@@ -647,9 +694,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // once stage s's MMAs are done, which keeps one more stage in flight.
   // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
   // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
-  // other warps arrive without a fence.
+  // other warps arrive without a fence. Without U the last warp releases, so that its fence does
+  // not wait for the own warps' stats stores.
   auto arrive = [&]() {
-    if (warp != 0) {
+    if (warp != (kWithU ? 0 : Tr::kWarps - 1)) {
       ClusterArriveRelaxed();
     } else {
       ClusterArrive();
@@ -659,8 +707,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // barrier that follows stage s + 1's MMAs.
   auto reduce = [&](int64_t s, bool next) {
     if (s >= 0) ClusterWait();
-    if (s >= 0) cluster_sum(s, tid);
-    if (next) cta_sum(s + 1);
+    if (kWithU) {
+      if (s >= 0) cluster_sum(s, tid);
+      if (next) cta_sum(s + 1, tid, Tr::kThreads);
+    } else if (warp < Tr::kOwnWarps) {
+      if (s >= 0) own_stats(s);
+    } else if (next) {
+      cta_sum(s + 1, tid - 32 * Tr::kOwnWarps, Tr::kThreads - 32 * Tr::kOwnWarps);
+    }
   };
   for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
   if (nstages > 0) {
@@ -769,11 +823,12 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 // only C = 4096 is instantiated and tested) and the device can hold a 16-CTA cluster of them.
 // Chosen by C and the device alone, the same for forward_stats and forward_prepare (their stats
 // must be the same bits), for every T: from T = 16384 on the two-kernel path's 64-token stats
-// kernel is still the faster forward_stats, but the cluster path's forward_prepare gains more
-// than forward_stats loses, and prepare runs every training step where stats only serves
+// kernel was the faster forward_stats, but the cluster path's forward_prepare gains more than
+// forward_stats loses, and prepare runs every training step where stats only serves
 // recomputation (H200, C = 4096, ms two-kernel / cluster: T = 16384 stats 0.192 / 0.206, prepare
 // 0.356 / 0.309; T = 32768 stats 0.367 / 0.387, prepare 0.699 / 0.592; T = 65536 stats 0.717 /
-// 0.754, prepare 1.383 / 1.158).
+// 0.754, prepare 1.383 / 1.158). The own-warp sums since took the cluster stats to 0.187 ms at
+// T = 16384 (another run; T >= 32768 not re-measured).
 // sq on the tensor cores, the lean sums and two n8 tiles a step took the cluster path from 0.239
 // to 0.206 ms (stats) and 0.337 to 0.309 ms (prepare) at T = 16384, 0.077 to 0.068 and 0.103 to
 // 0.095 at T = 4096 (each alone: sq 0.231 / 0.327, + lean 0.211 / 0.307, + 2 tiles 0.206 /
