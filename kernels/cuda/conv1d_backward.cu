@@ -46,26 +46,28 @@ __device__ __forceinline__ float SiluGrad(float p) {
 // "bf16": SiLU'(bf16(pre)) for V values from the shared-memory table (conv1d_traits.h), correctly
 // rounded. The SFU sigmoid plus the Taylor form near SiLU''s zero cost ~14 instructions an
 // element (the walk fell from 40.3 to 30.8 SASS instructions an element with this); here, per
-// pair, the magnitudes are clamped by one 16x2 max and min, and each half becomes a byte offset
-// (the sign at bit 14, the magnitude's distance from kSiluTabLo times 4 below it), ~5.5 an element.
+// pair, the magnitudes' distances from kSiluTabLo are clamped by one 16x2 add-max and one min,
+// and each half becomes a byte offset (the sign at bit 15 as it is, the distance times 4 below
+// it): 7 instructions a pair.
 template <int V>
 __device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const unsigned char* tab,
                                                   float (&g)[V]) {
-  constexpr uint32_t kLo2 = kSiluTabLo * 0x10001u, kHi2 = kSiluTabHi * 0x10001u;
-  static_assert(kSiluTabSignBytes == 0x4000, "the sign bit (15) shifted right by one");
-  static_assert((kSiluTabHalf - 1) * 4 + kSiluTabSignBytes < 0x10000, "16-bit offsets per half");
-  constexpr int kSignShift = 1;
+  // Per 16-bit lane, as signed values (a magnitude is at most 0x7fff, so no lane overflows):
+  // min(max(a - lo, 0), hi - lo) (VIADDMNMX, VIMNMX on sm_90).
+  constexpr uint32_t kMinusLo2 = (0x10000u - kSiluTabLo) * 0x10001u;
+  constexpr uint32_t kSpan2 = (kSiluTabHi - kSiluTabLo) * 0x10001u;
+  static_assert(kSiluTabSignBytes == 0x8000, "the sign bit (15) as it is");
+  static_assert((kSiluTabHalf - 1) * 4 < kSiluTabSignBytes, "16-bit offsets per half");
   if constexpr (V == 1) {
     const uint32_t u = __bfloat16_as_ushort(__float2bfloat16_rn(pre[0]));
     const uint32_t a = min(max(u & 0x7fffu, kSiluTabLo), kSiluTabHi);
-    g[0] = *reinterpret_cast<const float*>(
-        tab + (((a - kSiluTabLo) << 2) + ((u >> kSignShift) & kSiluTabSignBytes)));
+    g[0] = *reinterpret_cast<const float*>(tab + (((a - kSiluTabLo) << 2) + (u & 0x8000u)));
   } else {
 #pragma unroll
     for (int i = 0; i < V; i += 2) {
       const uint32_t u = PackBf16x2(pre[i], pre[i + 1]);
-      const uint32_t a = __vminu2(__vmaxu2(u & 0x7fff7fffu, kLo2), kHi2);
-      const uint32_t off = ((a - kLo2) << 2) + ((u >> kSignShift) & (kSiluTabSignBytes * 0x10001u));
+      const uint32_t d = __vmins2(__viaddmax_s16x2(u & 0x7fff7fffu, kMinusLo2, 0u), kSpan2);
+      const uint32_t off = (d << 2) + (u & 0x80008000u);
       g[i] = *reinterpret_cast<const float*>(tab + (off & 0xffffu));
       g[i + 1] = *reinterpret_cast<const float*>(tab + (off >> 16));
     }
@@ -99,19 +101,21 @@ __device__ __forceinline__ void PairedCopy(void* dst, const uint16_t* src, bool 
 // SiLU''s table in shared memory ("bf16" only).
 //
 // kPaired (see PairedCopy): xn is this lane's half row (x or dy), pw its slot-0 destination; dyn
-// is unused.
+// is unused; one copy group, wait and warp barrier serve two steps.
 template <int V, class Ring, bool kRoundPre, bool kBoundaries, bool kPaired>
 __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int lim, int store_lim,
                                         int64_t C, const uint16_t* xn, const uint16_t* dyn,
                                         const uint16_t* x_safe, const uint16_t* dy_safe,
                                         uint16_t* dxo, const unsigned char* tab, Ring& xr,
-                                        Ring& dyr, RawT<V>* pw, const float (&w)[kConv1dWidth][V],
-                                        const float (&b)[V], float (&acc)[kPartialRows][V]) {
+                                        Ring& dyr, unsigned char* pw,
+                                        const float (&w)[kConv1dWidth][V], const float (&b)[V],
+                                        float (&acc)[kPartialRows][V]) {
   constexpr int L = BwdTraits::kSegLen;
   constexpr int kSteps = L + 2 * kHalo;
   constexpr int U = Ring::kUnroll;
   constexpr int D = Ring::kAhead;
   constexpr int R = Ring::kSlots;
+  static_assert(!kPaired || U % 2 == 0, "the paired route waits once per two steps");
   // xw[i & 3] = x[r], dp[i & 3] = dpre[r]; `starts` holds the start bits of the last three
   // tokens.
   float xw[4][V] = {}, dp[4][V] = {};
@@ -124,20 +128,27 @@ __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int li
       const int i = g + u;
       const int j = u & 3;
       float xc[V], dyc[V];
-      RingWait<Ring>();
-      // The other lanes' copies into this thread's slot are visible after theirs landed.
-      if constexpr (kPaired) __syncwarp();
+      if constexpr (kPaired) {
+        // The other lanes' copies into this thread's slots are visible after theirs landed (the
+        // slot a step refills was read four steps earlier, before the previous barrier).
+        if (u % 2 == 0) {
+          RingWait<Ring, 2>();
+          __syncwarp();
+        }
+      } else {
+        RingWait<Ring>();
+      }
       Unpack<V>(xr.Get(u % R), xc);
       Unpack<V>(dyr.Get(u % R), dyc);
       const bool next = i + D < lim;
       if constexpr (kPaired) {
-        PairedCopy(pw + ((u + D) % R) * BwdTraits::kThreads, xn, next, x_safe);
+        PairedCopy(pw + Ring::SlotOffset((u + D) % R), xn, next, x_safe);
       } else {
         xr.Issue((u + D) % R, xn, next, x_safe);
         dyr.Issue((u + D) % R, dyn, next, dy_safe);
         dyn += C;
       }
-      RingCommit<Ring>();
+      if (!kPaired || u % 2 == 1) RingCommit<Ring>();
       xn += C;
       if (i >= kSteps) continue;
       if constexpr (kBoundaries) {
@@ -208,21 +219,39 @@ __device__ __forceinline__ void BwdWalk(const uint32_t* marks, int mbase, int li
   }
 }
 
-// Shared memory of the main kernel: the two rings, then (aliasing them once the walk is done)
-// the per-segment partial sums; then, under "bf16", SiLU''s table; then the tile's document-start
-// marks, sized by the call's tiling: 35 words when C >= 256, where a static array sized for
-// C <= 8 took 1089 (4.3 KB a CTA). Two "bf16" CTAs then fit a 164 KB shared-memory carveout
-// (~161 KB with the per-CTA reserve) instead of 196 KB, which leaves the SM 92 KB of L1, not 60.
-template <int V, class Ring>
-constexpr int BwdSmemTabOffset() {
-  constexpr int ring = 2 * Ring::kSmemBytes;
-  constexpr int red = kPartialRows * BwdTraits::kThreads * V * static_cast<int>(sizeof(float));
-  return ((ring > red ? ring : red) + 15) / 16 * 16;
-}
+// Shared memory of the main kernel. The rings' slots are interleaved (slot s of x, then slot s
+// of dy, kPairBytes a pair). Under "bf16" SiLU''s table comes first, its halves 32 KB apart
+// (conv1d_traits.h), with as many slot pairs as fit between them (4 of 12 when V = 4) and the
+// rest after it: the same 80 KB as the table (31.5 KB) after the rings at 16 KB apart. Under
+// "fp32" the slots start at 0. The per-segment partial sums alias the start once the walk is done
+// (after a block barrier), or, with no ring in shared memory, fill the table's gap. Then the
+// tile's document-start marks, sized by the call's tiling: 35 words when C >= 256, where a
+// static array sized for C <= 8 took 1089 (4.3 KB a CTA). Two "bf16" CTAs then fit a 164 KB
+// shared-memory carveout (~161 KB with the per-CTA reserve) instead of 196 KB, which leaves the
+// SM 92 KB of L1, not 60.
 template <int V, class Ring, bool kRoundPre>
-constexpr int BwdSmemBytes() {
-  return BwdSmemTabOffset<V, Ring>() + (kRoundPre ? kSiluTabSmemBytes : 0);
-}
+struct BwdSmem {
+  static constexpr int kRingSlots = Ring::kAsync ? Ring::kSlots : 0;
+  static constexpr int kSlotBytes = BwdTraits::kThreads * static_cast<int>(sizeof(RawT<V>));
+  static constexpr int kPairBytes = 2 * kSlotBytes;
+  static constexpr int kGapFit = kRoundPre ? kSiluTabGapBytes / kPairBytes : 0;
+  static constexpr int kGapSlots = kGapFit < kRingSlots ? kGapFit : kRingSlots;
+  static constexpr int kRing = kRoundPre ? kSiluTabGapBegin : 0;  // slot 0 of x
+  static constexpr int kJump =
+      kRoundPre ? kSiluTabSmemBytes - (kSiluTabGapBegin + kGapSlots * kPairBytes) : 0;
+  using PlacedRing = typename Ring::template Placed<kPairBytes, kGapSlots, kJump>;
+  static constexpr int kRingEnd =
+      kRing + kRingSlots * kPairBytes + (kRingSlots > kGapSlots ? kJump : 0);
+  static constexpr int kTabEnd = kRoundPre ? kSiluTabSmemBytes : 0;
+  static constexpr int kRedBytes =
+      kPartialRows * BwdTraits::kThreads * V * static_cast<int>(sizeof(float));
+  static constexpr bool kRedInGap = kRoundPre && !Ring::kAsync;
+  static constexpr int kRed = kRedInGap ? kSiluTabGapBegin : 0;
+  static_assert(!kRedInGap || kRedBytes <= kSiluTabGapBytes, "the partial sums fit the gap");
+  static constexpr int kEnd0 = kRingEnd > kTabEnd ? kRingEnd : kTabEnd;
+  static constexpr int kEnd = kEnd0 > kRed + kRedBytes ? kEnd0 : kRed + kRedBytes;
+  static constexpr int kMarks = (kEnd + 15) / 16 * 16;
+};
 __host__ __device__ inline int BwdMarkWords(const Tiling& tl) {
   return static_cast<int>((tl.tile_tokens + 2 * kHalo + 31) / 32);
 }
@@ -286,9 +315,11 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   constexpr int kSteps = L + 2 * kHalo;
   constexpr int D = Ring::kAhead;
   extern __shared__ __align__(16) unsigned char smem[];
-  float* red = reinterpret_cast<float*>(smem);
-  unsigned char* tab = smem + BwdSmemTabOffset<V, Ring>();
-  uint32_t* marks = reinterpret_cast<uint32_t*>(tab + (kRoundPre ? kSiluTabSmemBytes : 0));
+  using Sm = BwdSmem<V, Ring, kRoundPre>;
+  using PRing = typename Sm::PlacedRing;
+  float* red = reinterpret_cast<float*>(smem + Sm::kRed);
+  unsigned char* tab = smem;
+  uint32_t* marks = reinterpret_cast<uint32_t*>(smem + Sm::kMarks);
   const int mark_words = BwdMarkWords(tl);
 
   const bool cu64 = p.seqlens_dtype == DType::kINT64;
@@ -309,9 +340,9 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
 
   // Step i's token lands in slot i % kSlots, asked for kAhead steps ahead; the first kAhead go
   // out before the document search so that their latency overlaps it.
-  Ring xr, dyr;
-  xr.Init(smem, tid);
-  dyr.Init(smem + Ring::kSmemBytes, tid);
+  PRing xr, dyr;
+  xr.Init(smem + Sm::kRing, tid);
+  dyr.Init(smem + Sm::kRing + Sm::kSlotBytes, tid);
   const uint16_t* x_safe = p.x;  // a valid address for the zero-filling copies
   const uint16_t* dy_safe = p.dy;
   // kPaired: lane l copies channels [c_warp + 8 (l % 16), + 8) of x (l < 16) or dy.
@@ -319,20 +350,20 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   const bool lane_x = lane < 16;
   const int64_t c_lane = ctile * tl.vx * V + (lane & 15) * 8;
   const uint16_t* lane_src = lane_x ? p.x : p.dy;
-  RawT<V>* pw = reinterpret_cast<RawT<V>*>(smem + (lane_x ? 0 : Ring::kSmemBytes)) + (tid & ~31) +
-                2 * (lane & 15);
+  unsigned char* pw = smem + Sm::kRing + (lane_x ? 0 : Sm::kSlotBytes) +
+                      ((tid & ~31) + 2 * (lane & 15)) * static_cast<int>(sizeof(RawT<V>));
 #pragma unroll
   for (int j = 0; j < D; ++j) {
     const int64_t r = s0 - kHalo + j;
     const int64_t off = (r >= 0 ? r : 0) * C;
     if constexpr (kPaired) {
-      PairedCopy(pw + j * Tr::kThreads, lane_src + off + c_lane,
+      PairedCopy(pw + PRing::SlotOffset(j), lane_src + off + c_lane,
                  run && r >= 0 && j < avail && (lane_x || j >= kHalo), x_safe);
     } else {
       xr.Issue(j, p.x + off + c0, run && r >= 0 && j < avail, x_safe);
       dyr.Issue(j, p.dy + off + c0, run && j >= kHalo && j < avail, dy_safe);
     }
-    RingCommit<Ring>();
+    if (!kPaired || j % 2 == 1) RingCommit<Ring>();
   }
   MarkDocStarts<Tr::kThreads>(p.cu_seqlens, cu64, p.num_docs, t_tile - kHalo,
                               tl.tile_tokens + 2 * kHalo, marks, mark_words);
@@ -360,11 +391,11 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     const uint16_t* dyn = p.dy + (s0 - kHalo + D) * C + c0;
     uint16_t* dxo = p.dx + s0 * C + c0;  // the dx row of step 6
     if (AnyMark(marks, mbase + 1, kSteps - 1)) {
-      BwdWalk<V, Ring, kRoundPre, true, kPaired>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe,
-                                                 dy_safe, dxo, tab, xr, dyr, pw, w, b, acc);
-    } else {
-      BwdWalk<V, Ring, kRoundPre, false, kPaired>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe,
+      BwdWalk<V, PRing, kRoundPre, true, kPaired>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe,
                                                   dy_safe, dxo, tab, xr, dyr, pw, w, b, acc);
+    } else {
+      BwdWalk<V, PRing, kRoundPre, false, kPaired>(marks, mbase, lim, store_lim, C, xn, dyn, x_safe,
+                                                   dy_safe, dxo, tab, xr, dyr, pw, w, b, acc);
     }
   }
   // The last copies of every thread (zero fills past the end included) land before the rings'
@@ -374,6 +405,7 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   // grid (and its memory) to finish.
   cudaTriggerProgrammaticLaunchCompletion();
   if constexpr (Ring::kAsync) __syncthreads();
+  static_assert(Ring::kAsync || Sm::kRedInGap || !kRoundPre, "no barrier: the sums alias nothing");
 
   // Sum the tile's segments per channel in segment order, then write the tile's partial rows.
   const int segs = tl.segs;
@@ -535,7 +567,7 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
     const int64_t blocks = tl.num_ctiles * tl.num_ttiles;
     if (blocks > INT_MAX) return InvalidArgument("conv1d: S * C too large for one launch");
     const int smem =
-        BwdSmemBytes<V, Ring, kRoundPre>() + BwdMarkWords(tl) * static_cast<int>(sizeof(uint32_t));
+        BwdSmem<V, Ring, kRoundPre>::kMarks + BwdMarkWords(tl) * static_cast<int>(sizeof(uint32_t));
     auto* kernel = Conv1dBwdMainKernel<V, Ring, kRoundPre, kMinBlocks, kPaired>;
     if (smem > 40 * 1024) {  // beyond the default 48 KB with the static part
       // Per call (not once): the attribute belongs to the device current now.

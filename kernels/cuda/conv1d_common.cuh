@@ -254,6 +254,8 @@ __device__ __forceinline__ void CpAsyncOrZero(RawT<V>* dst, const uint16_t* src,
 
 template <int V, int kDepth>
 struct RegRing {
+  template <int, int, int>
+  using Placed = RegRing;  // no shared memory to place
   static constexpr bool kAsync = false;
   static constexpr int kAhead = kDepth;
   static constexpr int kSlots = kDepth;
@@ -268,31 +270,46 @@ struct RegRing {
   }
 };
 
-template <int V, int kDepth, int kThreads>
+// Slot s lies SlotOffset(s) bytes after slot 0: kStride bytes apart (by default the slots are
+// adjacent), and kJump bytes further from slot kJumpAt on (a hole for other data in between).
+template <int V, int kDepth, int kThreads,
+          int kStride = kThreads* static_cast<int>(sizeof(RawT<V>)), int kJumpAt = kDepth + 4,
+          int kJump = 0>
 struct SmemRing {
+  template <int kStride2, int kJumpAt2, int kJump2>
+  using Placed = SmemRing<V, kDepth, kThreads, kStride2, kJumpAt2, kJump2>;
   static constexpr bool kAsync = true;
   static constexpr int kAhead = kDepth;
   static constexpr int kSlots = kDepth + 4;
   static constexpr int kUnroll = kSlots;
   static_assert(kDepth % 4 == 0, "the walk's window needs steps in groups of 4");
-  static constexpr int kSmemBytes = kSlots * kThreads * static_cast<int>(sizeof(RawT<V>));
-  RawT<V>* base;  // slot s of this thread: base[s * kThreads] (a warp reads 32 adjacent vectors)
+  static constexpr int kSlotBytes = kThreads * static_cast<int>(sizeof(RawT<V>));
+  static constexpr int kSmemBytes = kSlots * kSlotBytes;  // adjacent slots
+  static_assert(kStride >= kSlotBytes && kStride % 16 == 0 && kJump % 16 == 0, "bad placement");
+  static constexpr int SlotOffset(int s) { return s * kStride + (s >= kJumpAt ? kJump : 0); }
+  // slot s of this thread: SlotOffset(s) bytes after base (a warp reads 32 adjacent vectors)
+  RawT<V>* base;
   __device__ __forceinline__ void Init(void* ring, int tid) {
     base = static_cast<RawT<V>*>(ring) + tid;
   }
-  __device__ __forceinline__ RawT<V> Get(int s) const { return base[s * kThreads]; }
+  __device__ __forceinline__ RawT<V>* Slot(int s) const {
+    return reinterpret_cast<RawT<V>*>(reinterpret_cast<unsigned char*>(base) + SlotOffset(s));
+  }
+  __device__ __forceinline__ RawT<V> Get(int s) const { return *Slot(s); }
   __device__ __forceinline__ void Issue(int s, const uint16_t* src, bool valid,
                                         const uint16_t* safe) {
-    CpAsyncOrZero<V>(base + s * kThreads, valid ? src : safe, valid);
+    CpAsyncOrZero<V>(Slot(s), valid ? src : safe, valid);
   }
 };
 
 // Before reading step i's slot: all but the newest kDepth - 1 groups (steps i + 1 .. i + kDepth
-// - 1) have landed. One group is committed per step, so the count is uniform.
-template <class Ring>
+// - 1) have landed. One group is committed per step, so the count is uniform. kGroupSteps > 1:
+// one group per kGroupSteps steps, and steps i .. i + kGroupSteps - 1 have landed.
+template <class Ring, int kGroupSteps = 1>
 __device__ __forceinline__ void RingWait() {
+  static_assert(Ring::kAhead % kGroupSteps == 0, "the look-ahead is whole groups");
   if constexpr (Ring::kAsync) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(Ring::kAhead - 1) : "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(Ring::kAhead / kGroupSteps - 1) : "memory");
   }
 }
 template <class Ring>

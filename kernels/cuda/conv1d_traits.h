@@ -58,16 +58,20 @@ using BwdTraits = TileTraits<256, 136, 32>;
 // entry; above, SiLU'(p) is 1 (p > 0) or rounds to zero (p < 0) in FP32, as is the entry at
 // 127.5 (NaN lands there too: it yields 1 or 0, never an index outside the table). The library
 // holds it (conv1d_backward.cu); each CTA copies it into shared memory with the
-// negative half kSiluTabSignBytes after the positive one, so that p's sign bit, shifted right by
-// one, is the byte offset's bit 14. (At 0x8000, the sign bit as it is, the lookup saves one
-// instruction per pair but the 16 KB gap cost L1: 5-10 us slower on the H200.)
+// negative half kSiluTabSignBytes after the positive one, so that p's sign bit as it is (bit 15)
+// is the byte offset's: one instruction a pair less than at bit 14. The 16.5 KB between the
+// halves hold ring slots (with the gap left empty, 16 KB less L1 cost 5-10 us on the H200).
 constexpr uint32_t kSiluTabLo = 0x3380u;                                     // BF16 2^-24
 constexpr uint32_t kSiluTabHi = 0x42FFu;                                     // BF16 127.5
 constexpr int kSiluTabHalf = static_cast<int>(kSiluTabHi - kSiluTabLo + 1);  // entries per sign
 constexpr int kSiluTabEntries = 2 * kSiluTabHalf;
-constexpr int kSiluTabSignBytes = 0x4000;
+constexpr int kSiluTabSignBytes = 0x8000;
 constexpr int kSiluTabSmemBytes = kSiluTabSignBytes + kSiluTabHalf * 4;
+// The bytes between the halves, which the backward fills with ring slots.
+constexpr int kSiluTabGapBegin = kSiluTabHalf * 4;
+constexpr int kSiluTabGapBytes = kSiluTabSignBytes - kSiluTabGapBegin;
 static_assert(kSiluTabHalf * 4 <= kSiluTabSignBytes, "the halves must not overlap");
+static_assert(kSiluTabGapBegin % 16 == 0, "ring slots in the gap are 16-byte aligned");
 
 struct Tiling {
   int32_t vx = 1;           // channel vectors per CTA row (power of two)

@@ -794,13 +794,14 @@ TEST(Conv1dGpu, RejectsBadArgumentsWithoutLaunching) {
 // Small problems for compute-sanitizer (memcheck, racecheck): odd widths, 1-token and empty
 // documents, the reference library as oracle, and malformed offsets. C = 256 takes the
 // backward's paired-copy route (lanes fill each other's ring slots under __syncwarp); C = 128
-// must not (a warp holds two 64-channel segments there).
+// must not (a warp holds two 64-channel segments there). The last, 300-token document gives some
+// backward segments a window without a document start (the walk's no-boundary body).
 
 TEST(Conv1dGpuSanitize, SmallProblemsAgainstReferenceAndMalformedOffsets) {
   CAKEGRAD_REQUIRE_GPU();
   for (int64_t C : {1, 7, 24, 72, 128, 256}) {
     for (const Route& route : {kF32, kNoBiasBf16, kBf16Params}) {
-      const Problem p = MakeProblem({0, 1, 130, 2, 0, 3, 77, 4}, C, route);
+      const Problem p = MakeProblem({0, 1, 130, 2, 0, 3, 77, 4, 300}, C, route);
       DeviceProblem d(p);
       const std::vector<uint16_t> y = RunForward(p, &d);
       for (SiluGradPreactivation policy :
