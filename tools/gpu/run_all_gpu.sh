@@ -12,7 +12,9 @@
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
 # cut short by the device tool's limit still returns what finished); a summary prints at the end.
 # STEPS (python test), PYTHON_FIRST (below), FAMILIES (default "conv1d mhc kda"), TORCH_REF=0
-# (no PyTorch references in stage 4) and SKIP (space-separated stage numbers) tune it. All
+# (no PyTorch references in stage 4), TORCH_FAMILIES and SANITIZE_FAMILIES (subsets of FAMILIES
+# for stage 4's references and stage 3, e.g. to leave out a family whose kernels did not change)
+# and SKIP (space-separated stage numbers) tune it. All
 # stages take more than one device call's 10 minutes: for unchanged kernels run
 # PYTHON_FIRST=1 SKIP="2 3 4"; after kernel changes, SKIP="1 5 6" (each fits one call).
 set -uo pipefail
@@ -60,7 +62,7 @@ if ! skip 4; then
     timeout 150 "$bin/cakegrad_${f}_bench" > "$LOG/bench_${f}.txt" 2>&1
     note "$f bench: rc=$?"
   done
-  for f in $FAMILIES; do
+  for f in ${TORCH_FAMILIES:-$FAMILIES}; do
     py=bench/${f}_torch_ref.py
     [ -f "$py" ] && [ "${TORCH_REF:-1}" = 1 ] || continue
     timeout 150 python3 "$py" > "$LOG/$(basename "$py" .py).txt" 2>&1
@@ -118,7 +120,7 @@ if ! skip 7; then
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 if ! skip 3; then
-  for f in $FAMILIES; do
+  for f in ${SANITIZE_FAMILIES:-$FAMILIES}; do
     for tool in memcheck racecheck; do
       timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 \
         "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
