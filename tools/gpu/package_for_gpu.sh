@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run here (development machine, after scripts/build.sh with CUDA): packs what the GPU machine
-# cannot build into .carry/gpu/ (git-ignored; name ".carry" in the device tool's carry):
+# cannot build into .carry/gpu/ and its archive .carry/gpu.tar.xz (git-ignored; name the archive
+# and client/python/cakegrad/v1 in the device tool's carry):
 #   bin/  cakegradd, cakegrad, the GPU test binaries and kernel benchmarks (stripped)
 #   lib/  the gRPC/protobuf/Abseil/spdlog/prometheus shared libraries they need
 # The binaries get an RPATH of $ORIGIN/../lib (DT_RPATH, which also serves indirect
@@ -41,4 +42,9 @@ src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt")
 echo "$(git -C "$src" rev-parse HEAD)$(git -C "$src" diff --quiet HEAD || echo ' (with uncommitted changes)') built in $BUILD on $(date -u +%FT%TZ)" \
   > "$out/SOURCE"
 bash client/python/generate_proto.sh >/dev/null
-echo "packed $(ls "$out/bin" | wc -l) binaries, $(ls "$out/lib" | wc -l) libraries: $(du -sh "$out" | cut -f1)"
+# The tracked tree and the carry share the device tool's 64 MiB, which the binaries alone nearly
+# fill: carry [".carry/gpu.tar.xz", "client/python/cakegrad/v1"] instead (runner_lib.sh unpacks it).
+rm -f .carry/gpu.tar.xz
+tar -cf - "$out" | xz -T0 -6 > .carry/gpu.tar.xz
+echo "packed $(ls "$out/bin" | wc -l) binaries, $(ls "$out/lib" | wc -l) libraries: $(du -sh "$out" | cut -f1)," \
+  ".carry/gpu.tar.xz $(du -sh .carry/gpu.tar.xz | cut -f1)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine, from the repo root, everything GPU-side in one call, from binaries
-# packed here by tools/gpu/package_for_gpu.sh (carry: .carry and client/python/cakegrad/v1):
+# packed here by tools/gpu/package_for_gpu.sh (carry: .carry/gpu.tar.xz and
+# client/python/cakegrad/v1):
 #   1. the daemon's cuda backend through CUDA IPC (cakegrad_gpu_daemon_tests)
 #   2. each family's GPU tests against the FP64 reference
 #   4. each family's benchmark, then the PyTorch references of the same math

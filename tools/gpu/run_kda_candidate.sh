@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that checks a KDA kernel candidate built here and packed by
-# tools/gpu/package_for_gpu.sh (carry [".carry/gpu", "client/python/cakegrad/v1"]); logs in $OUT.
+# tools/gpu/package_for_gpu.sh (carry [".carry/gpu.tar.xz", "client/python/cakegrad/v1"]); logs in $OUT.
 #   bash tools/gpu/run_kda_candidate.sh check   # suite, dA_log tail, daemon, bench, prep instances
 #   bash tools/gpu/run_kda_candidate.sh tails     # the dA_log tail repeats, memcheck, racecheck
 #   bash tools/gpu/run_kda_candidate.sh sanitize  # memcheck + racecheck of both backwards, ncu
@@ -9,6 +9,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+if [ ! -d .carry/gpu ] && [ -f .carry/gpu.tar.xz ]; then tar xJf .carry/gpu.tar.xz; fi
 D=${D:-.carry/gpu/bin}
 T=$D/cakegrad_gpu_kda_tests
 B=$D/cakegrad_kda_bench

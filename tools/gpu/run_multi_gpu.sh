@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs ON a GPU machine with two or more GPUs (device kind nvidia-h200-x2), from the repo root,
-# with binaries packed here by tools/gpu/package_for_gpu.sh (carry: .carry/gpu and
+# with binaries packed here by tools/gpu/package_for_gpu.sh (carry: .carry/gpu.tar.xz and
 # client/python/cakegrad/v1). Issue 9's check of one daemon for all GPUs of a node:
 #   1. cakegrad_gpu_daemon_tests (the MultiGpu* tests need two GPUs; the rest run on GPU 0)
 #   2. one daemon on every GPU; two trainer processes, each alone on its own GPU

@@ -2,6 +2,10 @@
 # binaries, the summary that comes back in $OUT, and the helpers every stage uses.
 OUT=${OUT:-/tmp/cakegrad-out}
 mkdir -p "$OUT" "$LOG"
+# The device tool carries at most 64 MiB with the tracked tree, which the packed binaries alone
+# nearly fill: package_for_gpu.sh also writes them as .carry/gpu.tar.xz, unpacked here when only
+# the archive came.
+if [ ! -d .carry/gpu ] && [ -f .carry/gpu.tar.xz ]; then tar xJf .carry/gpu.tar.xz; fi
 bin="$PWD/.carry/gpu/bin"
 export CAKEGRAD_DAEMON="$bin/cakegradd"
 summary="$OUT/summary.txt"
