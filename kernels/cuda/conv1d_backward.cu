@@ -252,9 +252,6 @@ struct BwdSmem {
   static constexpr int kEnd = kEnd0 > kRed + kRedBytes ? kEnd0 : kRed + kRedBytes;
   static constexpr int kMarks = (kEnd + 15) / 16 * 16;
 };
-__host__ __device__ inline int BwdMarkWords(const Tiling& tl) {
-  return static_cast<int>((tl.tile_tokens + 2 * kHalo + 31) / 32);
-}
 
 // Weights and bias of channels c0 .. c0 + V - 1: each channel's four weights as one 16-byte
 // load (BF16: 8 bytes) when the pointer allows, not four scalar loads at a 64-byte lane stride.
@@ -320,7 +317,7 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   float* red = reinterpret_cast<float*>(smem + Sm::kRed);
   unsigned char* tab = smem;
   uint32_t* marks = reinterpret_cast<uint32_t*>(smem + Sm::kMarks);
-  const int mark_words = BwdMarkWords(tl);
+  const int mark_words = MarkWords(tl.tile_tokens);
 
   const bool cu64 = p.seqlens_dtype == DType::kINT64;
   CheckCuSeqlens(p.cu_seqlens, cu64, p.num_docs, p.S, p.device_status);
@@ -566,10 +563,10 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
     const Tiling tl = MakeTiling<BwdTraits>(p.S, p.C, V);
     const int64_t blocks = tl.num_ctiles * tl.num_ttiles;
     if (blocks > INT_MAX) return InvalidArgument("conv1d: S * C too large for one launch");
-    const int smem =
-        BwdSmem<V, Ring, kRoundPre>::kMarks + BwdMarkWords(tl) * static_cast<int>(sizeof(uint32_t));
+    const int smem = BwdSmem<V, Ring, kRoundPre>::kMarks +
+                     MarkWords(tl.tile_tokens) * static_cast<int>(sizeof(uint32_t));
     auto* kernel = Conv1dBwdMainKernel<V, Ring, kRoundPre, kMinBlocks, kPaired>;
-    if (smem > 40 * 1024) {  // beyond the default 48 KB with the static part
+    if (smem > 40 * 1024) {  // near or beyond the default 48 KB (this kernel has no static part)
       // Per call (not once): the attribute belongs to the device current now.
       Status a = CudaStatus(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
@@ -620,7 +617,7 @@ Status Conv1dBackwardCuda(const Conv1dBwdParams& p, cudaStream_t stream) {
   switch (ChooseVec(p.C, p.x, p.dy, p.dx)) {
     case 8:
       if (PairedRouteFits(p)) return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks, true>(p, stream);
-      return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks>(p, stream);
+      [[fallthrough]];
     case 4:
       return LaunchBackward<4, SmemRing<4, 8, T>, kBlocks>(p, stream);
     case 2:

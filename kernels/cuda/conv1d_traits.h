@@ -17,14 +17,18 @@ constexpr int kPartialRows = 5;
 // Tokens a segment needs beyond its own: 3 before (x history) and 3 after (dx looks ahead).
 constexpr int kHalo = 3;
 
+// Words of doc-start bits for a tile of `tile_tokens` tokens plus the halo on both sides.
+constexpr int MarkWords(int64_t tile_tokens) {
+  return static_cast<int>((tile_tokens + 2 * kHalo + 31) / 32);
+}
+
 template <int kThreads_, int kSegLen_, int kMaxVx_>
 struct TileTraits {
   static constexpr int kThreads = kThreads_;                 // threads per CTA
   static constexpr int kSegLen = kSegLen_;                   // tokens per thread
   static constexpr int kMaxVx = kMaxVx_;                     // channel vectors per CTA row, at most
   static constexpr int kMaxTileTokens = kThreads * kSegLen;  // when vx == 1
-  // Doc-start bits for the tile plus the halo on both sides.
-  static constexpr int kMarkWords = (kMaxTileTokens + 2 * kHalo + 31) / 32;
+  static constexpr int kMarkWords = MarkWords(kMaxTileTokens);  // the largest tile's
   static_assert((kThreads & (kThreads - 1)) == 0, "kThreads must be a power of two");
   static_assert((kMaxVx & (kMaxVx - 1)) == 0 && kMaxVx <= kThreads, "bad kMaxVx");
   static_assert(kMaxVx >= 32, "a warp must cover one row of a segment when C is large");
