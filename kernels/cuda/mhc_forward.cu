@@ -590,9 +590,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
     }
     if (v >= 0) {
-      // With U cpart is [v][tok] (cp_index).
-      const uint32_t addr = cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats +
-                                                                 v * Tr::kStageTok + tok);
+      const uint32_t addr =
+          cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
       float p[Tr::kCtas];
 #pragma unroll
       for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
