@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cakegrad/kernels/conv1d.h"
@@ -42,11 +43,36 @@ using cakegrad::kernels::SiluGradPreactivation;
   } while (0)
 
 constexpr int kWarmup = 3;
-// Warm-up also lasts this long: with only kWarmup calls, the first configuration timed after the
-// allocations and fills ran ~9% slower than the same kernel timed later (the forward "bias" row
-// of the 2026-11-29 runs; the GPU had idled while the host allocated).
-constexpr double kWarmupMs = 50.0;
 constexpr int kIters = 30;
+
+// How each measurement (the copy and every row) starts. The H200 limits its board power (700 W)
+// on a running average over about a second (nvidia-smi's power.draw climbs ~90 W per 100 ms under
+// the backward): back-to-back rows reach the limit within ~1 s and then run at 1400-1700 MHz, so
+// a row's time depended on its place in the table (up to 30% at 65536 x 12288, 2026-11-29).
+//   rest_ms:  idle time before each measurement, so that each one starts from the same rested
+//             state (default 1500 ms);
+//   warm_ms:  back-to-back calls before timing. 50 ms by default: with only kWarmup calls, the
+//             first configuration timed after the allocations and fills ran ~9% slower than the
+//             same kernel timed later (the GPU had idled while the host allocated). A long
+//             warm-up (CAKEGRAD_BENCH_SUSTAIN_MS, e.g. 3000, with CAKEGRAD_BENCH_REST_MS=0)
+//             times the copy and each row in the power-limited steady state instead.
+struct Timing {
+  double rest_ms = 1500.0;
+  double warm_ms = 50.0;
+};
+Timing g_timing;
+
+double EnvMs(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || v[0] == '\0') return fallback;
+  char* end = nullptr;
+  const double ms = std::strtod(v, &end);
+  if (end == v || *end != '\0' || ms < 0.0) {
+    std::fprintf(stderr, "%s=%s: expected a non-negative number of milliseconds\n", name, v);
+    std::exit(2);
+  }
+  return ms;
+}
 
 // Roughly normal BF16 values from a counter hash (sum of four uniforms), never zeros.
 __global__ void FillRandomBf16(uint16_t* p, int64_t n, uint64_t seed) {
@@ -80,13 +106,15 @@ double Median(std::vector<float> v) {
 // Times `call(i)` kIters times back to back, one event pair per call; returns the median in us.
 template <typename F>
 double TimeMedianUs(F&& call, cudaStream_t stream) {
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(g_timing.rest_ms));
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
     call(i);
     if (i + 1 < kWarmup || (i + 1) % 4 != 0) continue;
     CHECK_CUDA(cudaStreamSynchronize(stream));
     const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
-    if (ms.count() >= kWarmupMs) break;
+    if (ms.count() >= g_timing.warm_ms) break;
   }
   std::vector<cudaEvent_t> ev(kIters + 1);
   for (auto& e : ev) CHECK_CUDA(cudaEventCreate(&e));
@@ -152,6 +180,8 @@ int main() {
   // while the H200 climbs to its 700 W cap and its SM clock swings within ~100 ms.
   const char* order = std::getenv("CAKEGRAD_BENCH_NO_BIAS_FIRST");
   const bool no_bias_first = order != nullptr && order[0] == '1';
+  g_timing.rest_ms = EnvMs("CAKEGRAD_BENCH_REST_MS", g_timing.rest_ms);
+  g_timing.warm_ms = EnvMs("CAKEGRAD_BENCH_SUSTAIN_MS", g_timing.warm_ms);
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t stream;
@@ -161,6 +191,8 @@ int main() {
               prop.l2CacheSize >> 20);
   std::printf("device-to-device copy (read + write): %.0f GB/s (median of %d, 2 GiB)\n", copy_gbs,
               kIters);
+  std::printf("each measurement: %.0f ms idle, then %.0f ms of warm-up calls, then %d timed\n",
+              g_timing.rest_ms, g_timing.warm_ms, kIters);
   std::printf(
       "| op       |      S |     C | policy | bias | loads | median us |    GB/s | floor us |"
       "  ratio | target     |\n");
