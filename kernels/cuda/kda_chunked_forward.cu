@@ -209,10 +209,9 @@ __device__ __forceinline__ void HalfFactorTile(const uint16_t* row, const uint16
 #pragma unroll
   for (int ks = 0; ks < PrepTraits::kHalf / 16; ++ks) {
     uint32_t ah[4], al[4], bh[2], bl[2];
-    LoadA<kS>(row, 0, ks * 16, ah);
-    LoadA<kS>(row + kRowLo, 0, ks * 16, al);
-    LoadB<kS>(col, nt * 8, ks * 16, bh);
-    LoadB<kS>(col + kColLo, nt * 8, ks * 16, bl);
+    LdmA<kS>(row, 0, ks * 16, ah);
+    LdmA<kS>(row + kRowLo, 0, ks * 16, al);
+    LdmB2<kS>(col, col + kColLo, nt * 8, ks * 16, bh, bl);
     Mma3(acc[0], acc[1], acc[2], ah, al, bh, bl);
   }
 }
@@ -294,11 +293,13 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
       }
       if ((tile & 1) == 0) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int t = r0 + g + 8 * (i >> 1), col = nt * 8 + 2 * tq + (i & 1);
+        for (int hh = 0; hh < 2; ++hh) {
+          const int t = r0 + g + 8 * hh, col = nt * 8 + 2 * tq;
           // Right of the diagonal the factors may overflow: those products are dropped, not
-          // scaled.
-          PackedA(sm, t, col) = col < t ? sm.bt[t] * out[i] : 0.f;
+          // scaled. Pairs as 8-byte stores (the packed rows' strides conflict either way).
+          *reinterpret_cast<float2*>(&PackedA(sm, t, col)) =
+              make_float2(col < t ? sm.bt[t] * out[2 * hh] : 0.f,
+                          col + 1 < t ? sm.bt[t] * out[2 * hh + 1] : 0.f);
         }
       } else {
 #pragma unroll
@@ -441,8 +442,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     const int k = tid % kDim;
     const float gl = sm.G[kChunk - 1][k];
+    // Rows of kdt are 66 words apart: lanes 16 apart would share a bank at the same token
+    // (2-way); the upper half-warp takes the next token instead (a rotation of the token loop).
+    const int rot = (k >> 4) & 1;
 #pragma unroll 8
-    for (int t = tid / kDim; t < kChunk; t += kThreads / kDim) {
+    for (int t0 = tid / kDim; t0 < kChunk; t0 += kThreads / kDim) {
+      const int t = (t0 + rot) % kChunk;
       sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(gl - sm.G[t][k]);
     }
     if (tid < kDim) gamc[tid] = DecayExp(sm.G[kChunk - 1][tid]);
@@ -542,18 +547,26 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll 1
     for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
       // kThreads = (kThreads / 64) token pairs x 64 columns; the K and V blocks as separate loops.
+      // The stores are transposed (row cl, 36 words apart): with one token pair per warp, lanes
+      // 8 apart hit the same bank (4-way conflicts; ncu: 55% of the kernel's excess shared
+      // wavefronts). Each group of 8 lanes starts at a different pair (rot) instead, so the 32
+      // lanes cover the 32 banks; G and k are still read conflict-free (banks follow col).
       constexpr int kPairsPerPass = kThreads / kChunk;
+      constexpr int kIters = kChunk / (2 * kPairsPerPass);
       const int cl = tid % kChunk, col = cb * kChunk + cl;
+      const int rot = (cl >> 3) & 3;
       if (col < kDim) {
 #pragma unroll
-        for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
+        for (int it = 0; it < kIters; ++it) {
+          const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
           const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
           const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
           StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
         }
       } else {
 #pragma unroll
-        for (int j = 2 * (tid / kChunk); j < kChunk; j += 2 * kPairsPerPass) {
+        for (int it = 0; it < kIters; ++it) {
+          const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
           const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
           const float x1 =
               j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
@@ -576,18 +589,18 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         for (int ks = 0; ks <= hi_mt; ++ks) {
           uint32_t hh[4], hl[4], lh[4], ll[4];
-          LoadA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], hi_mt * 16, ks * 16, hh);
-          LoadA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], hi_mt * 16, ks * 16, hl);
+          LdmA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], hi_mt * 16, ks * 16, hh);
+          LdmA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], hi_mt * 16, ks * 16, hl);
           const bool lo = ks <= lo_mt;
           if (lo) {
-            LoadA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], lo_mt * 16, ks * 16, lh);
-            LoadA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], lo_mt * 16, ks * 16, ll);
+            LdmA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], lo_mt * 16, ks * 16, lh);
+            LdmA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], lo_mt * 16, ks * 16, ll);
           }
 #pragma unroll
           for (int n = 0; n < kNt; ++n) {
             uint32_t bh[2], bl[2];
-            LoadB<Tr::kTStride>(&sm.u.w.rhs[0][0][0], (nt0 + n) * 8, ks * 16, bh);
-            LoadB<Tr::kTStride>(&sm.u.w.rhs[1][0][0], (nt0 + n) * 8, ks * 16, bl);
+            LdmB2<Tr::kTStride>(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], (nt0 + n) * 8, ks * 16,
+                                bh, bl);
             Mma3(acc[0][n][0], acc[0][n][1], acc[0][n][2], hh, hl, bh, bl);
             if (lo) Mma3(acc[1][n][0], acc[1][n][1], acc[1][n][2], lh, ll, bh, bl);
           }
@@ -698,17 +711,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       st[nt][3] = y.y;
     }
   }
+  // S0 split into shared memory: rows srow (+ 8), columns 32 mt + 8 nt + 2 tq (+ 1), two column
+  // tiles per stmatrix.
   auto store_state = [&]() {
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int col = 32 * mt + 8 * nt + 2 * tq;
+    for (int np = 0; np < 2; ++np) {
+      uint32_t hi[4], lo[4];
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        uint32_t hi, lo;
-        SplitPair(st[nt][2 * hh], st[nt][2 * hh + 1], &hi, &lo);
-        *reinterpret_cast<uint32_t*>(&sm.s[0][srow + 8 * hh][col]) = hi;
-        *reinterpret_cast<uint32_t*>(&sm.s[1][srow + 8 * hh][col]) = lo;
+      for (int i = 0; i < 4; ++i) {
+        const int nt = 2 * np + (i >> 1), hh = i & 1;
+        SplitPair(st[nt][2 * hh], st[nt][2 * hh + 1], &hi[i], &lo[i]);
       }
+      Stm4<Tr::kKStride>(&sm.s[0][0][0], vt * 16, 32 * mt + 16 * np, hi);
+      Stm4<Tr::kKStride>(&sm.s[1][0][0], vt * 16, 32 * mt + 16 * np, lo);
     }
   };
   store_state();
@@ -759,31 +774,32 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll 2
     for (int ks = 0; ks < kDim / 16; ++ks) {
       uint32_t wh[4], wl[4], qh[4], ql[4];
-      LoadA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
-      LoadA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
-      LoadA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
-      LoadA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+      LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
+      LdmA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
+      LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
+      LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         uint32_t sh[2], sl[2];
-        LoadB<Tr::kKStride>(&sm.s[0][0][0], vt * 16 + nt * 8, ks * 16, sh);
-        LoadB<Tr::kKStride>(&sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sl);
+        LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sh, sl);
         Mma3(u0[nt], Tr::kSplitAcc ? u1[nt] : u0[nt], Tr::kSplitAcc ? u2[nt] : u0[nt], wh, wl, sh,
              sl);
         Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], qh, ql, sh,
              sl);
       }
     }
-    // U^T into shared memory, split (token mt*16 + g (+8), state row vt*16 + nt*8 + 2 tq (+1)).
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    // U^T into shared memory, split (token mt*16 + g (+8), state row vt*16 + nt*8 + 2 tq (+1)):
+    // the U tiles transposed by stmatrix, where 2-byte scalar stores took 32 per plane and warp.
+    {
+      uint32_t uh[4], ul[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float uval = u0[nt][i] + (u1[nt][i] + u2[nt][i]);
-        const int tok = mt * 16 + g + 8 * (i >> 1);
-        const int row = vt * 16 + nt * 8 + 2 * tq + (i & 1);
-        Split(uval, &sm.u[0][row][tok], &sm.u[1][row][tok]);
+        const int nt = i >> 1, e = 2 * (i & 1);
+        SplitPair(u0[nt][e] + (u1[nt][e] + u2[nt][e]),
+                  u0[nt][e + 1] + (u1[nt][e + 1] + u2[nt][e + 1]), &uh[i], &ul[i]);
       }
+      StmT4<Tr::kTStride>(&sm.u[0][0][0], vt * 16, mt * 16, uh);
+      StmT4<Tr::kTStride>(&sm.u[1][0][0], vt * 16, mt * 16, ul);
     }
     CpAsyncWait<0>();  // group 2 of chunk c
     __syncthreads();
@@ -795,13 +811,12 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     for (int ks = 0; ks < 4; ++ks) {
       if (ks <= mt) {
         uint32_t mh[4], ml[4];
-        LoadA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
-        LoadA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
+        LdmA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
+        LdmA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           uint32_t bh[2], bl[2];
-          LoadB<Tr::kTStride>(&sm.u[0][0][0], vt * 16 + nt * 8, ks * 16, bh);
-          LoadB<Tr::kTStride>(&sm.u[1][0][0], vt * 16 + nt * 8, ks * 16, bl);
+          LdmB2<Tr::kTStride>(&sm.u[0][0][0], &sm.u[1][0][0], vt * 16 + nt * 8, ks * 16, bh, bl);
           Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], mh, ml, bh,
                bl);
         }
@@ -843,13 +858,12 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll 2
       for (int ks = 0; ks < kChunk / 16; ++ks) {
         uint32_t ah[4], al[4];
-        LoadA<Tr::kTStride>(&sm.u[0][0][0], vt * 16, ks * 16, ah);
-        LoadA<Tr::kTStride>(&sm.u[1][0][0], vt * 16, ks * 16, al);
+        LdmA<Tr::kTStride>(&sm.u[0][0][0], vt * 16, ks * 16, ah);
+        LdmA<Tr::kTStride>(&sm.u[1][0][0], vt * 16, ks * 16, al);
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           uint32_t bh[2], bl[2];
-          LoadB<Tr::kTStride>(&sm.kd[0][0][0], 32 * mt + 8 * nt, ks * 16, bh);
-          LoadB<Tr::kTStride>(&sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bl);
+          LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh, bl);
           Mma3(st[nt], Tr::kSplitAcc ? p1[nt] : st[nt], Tr::kSplitAcc ? p2[nt] : st[nt], ah, al, bh,
                bl);
         }

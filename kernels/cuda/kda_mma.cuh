@@ -96,6 +96,100 @@ __device__ __forceinline__ void LoadB(const uint16_t* base, int n0, int k0, uint
   b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
 }
 
+// LoadA and a hi / lo pair of LoadB by ldmatrix: the same registers from one instruction instead
+// of four (A) or four (B hi + lo) 4-byte shared loads. ncu of the forward (kda_h200.md,
+// 2026-11-30) found its kernels issue-bound with the fragment loads a quarter of the state pass's
+// instructions. Needs 16-byte aligned rows (kStride and col0 multiples of 8, base 16-aligned) and
+// the whole warp converged; under the host emulator they are LoadA / LoadB.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <int kStride>
+__device__ __forceinline__ void LdmA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
+  LoadA<kStride>(base, row0, col0, a);
+}
+template <int kStride>
+__device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* lo_base, int n0,
+                                      int k0, uint32_t (&bh)[2], uint32_t (&bl)[2]) {
+  LoadB<kStride>(hi_base, n0, k0, bh);
+  LoadB<kStride>(lo_base, n0, k0, bl);
+}
+#else
+// Matrix i of an x4 load takes its 8 row addresses from lanes 8 i .. 8 i + 7 and lands in
+// register i with LoadA's / LoadB's lane layout (lane (g, q) holds row g, columns 2 q, 2 q + 1).
+template <int kStride>
+__device__ __forceinline__ void LdmA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
+  static_assert(kStride % 8 == 0, "16-byte rows");
+  const int lane = threadIdx.x & 31;
+  // Matrices: rows 0-7 / 8-15 at col0, then at col0 + 8: a[0] .. a[3] of LoadA.
+  const uint16_t* p = base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4);
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(s));
+}
+template <int kStride>
+__device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* lo_base, int n0,
+                                      int k0, uint32_t (&bh)[2], uint32_t (&bl)[2]) {
+  static_assert(kStride % 8 == 0, "16-byte rows");
+  const int lane = threadIdx.x & 31;
+  // Matrices: hi at k0, hi at k0 + 8, lo at k0, lo at k0 + 8.
+  const uint16_t* p =
+      (lane < 16 ? hi_base : lo_base) + (n0 + (lane & 7)) * kStride + k0 + 8 * ((lane >> 3) & 1);
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(bh[0]), "=r"(bh[1]), "=r"(bl[0]), "=r"(bl[1])
+               : "r"(s));
+}
+#endif
+
+// Stores of four 8 x 8 BF16 tiles held in the accumulator layout (lane (g, q) holds row g,
+// columns 2 q, 2 q + 1 of tile i as the BF16 pair r[i]), by stmatrix: one instruction where the
+// scalar form takes four 4-byte stores (Stm4) or eight 2-byte ones (StmT4). Same 16-byte row
+// rules as LdmA. Stm4 writes tile i at rows row0 + 8 (i & 1), columns col0 + 8 (i >> 1) (LoadA's
+// register order); StmT4 writes tile i transposed, its column j to row row0 + 8 (i >> 1) + j,
+// columns col0 + 8 (i & 1) + g.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <int kStride>
+__device__ __forceinline__ void Stm4(uint16_t* base, int row0, int col0, const uint32_t (&r)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    *reinterpret_cast<uint32_t*>(base + (row0 + 8 * (i & 1) + g) * kStride + col0 + 8 * (i >> 1) +
+                                 2 * q) = r[i];
+  }
+}
+template <int kStride>
+__device__ __forceinline__ void StmT4(uint16_t* base, int row0, int col0, const uint32_t (&r)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      base[(row0 + 8 * (i >> 1) + 2 * q + j) * kStride + col0 + 8 * (i & 1) + g] =
+          static_cast<uint16_t>(r[i] >> (16 * j));
+    }
+  }
+}
+#else
+template <int kStride>
+__device__ __forceinline__ void Stm4(uint16_t* base, int row0, int col0, const uint32_t (&r)[4]) {
+  static_assert(kStride % 8 == 0, "16-byte rows");
+  const int lane = threadIdx.x & 31;
+  uint16_t* p = base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4);
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(s),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+template <int kStride>
+__device__ __forceinline__ void StmT4(uint16_t* base, int row0, int col0, const uint32_t (&r)[4]) {
+  static_assert(kStride % 8 == 0, "16-byte rows");
+  const int lane = threadIdx.x & 31;
+  uint16_t* p =
+      base + (row0 + 8 * (lane >> 4) + (lane & 7)) * kStride + col0 + 8 * ((lane >> 3) & 1);
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(s),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+#endif
+
 // A fragment (16 x 16) of a row-major FP32 matrix (row stride ld floats) at (row0, col0), split
 // into BF16 hi and lo parts on the fly (for operands that live in FP32 and are read once or twice).
 __device__ __forceinline__ void LoadASplit(const float* base, int ld, int row0, int col0,
