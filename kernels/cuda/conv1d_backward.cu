@@ -253,45 +253,6 @@ struct BwdSmem {
   static constexpr int kMarks = (kEnd + 15) / 16 * 16;
 };
 
-// Weights and bias of channels c0 .. c0 + V - 1: each channel's four weights as one 16-byte
-// load (BF16: 8 bytes) when the pointer allows, not four scalar loads at a 64-byte lane stride.
-template <int V>
-__device__ __forceinline__ void LoadBwdParams(const Conv1dBwdParams& p, int64_t c0,
-                                              float (&w)[kConv1dWidth][V], float (&b)[V]) {
-  const uintptr_t wa = reinterpret_cast<uintptr_t>(p.weight);
-  if (p.weight_dtype == DType::kFP32 && (wa & 15u) == 0) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const float4 q = __ldg(static_cast<const float4*>(p.weight) + c0 + v);
-      w[0][v] = q.x;
-      w[1][v] = q.y;
-      w[2][v] = q.z;
-      w[3][v] = q.w;
-    }
-  } else if (p.weight_dtype == DType::kBF16 && (wa & 7u) == 0) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const uint2 q = __ldg(static_cast<const uint2*>(p.weight) + c0 + v);
-      w[0][v] = LoBf16(q.x);
-      w[1][v] = HiBf16(q.x);
-      w[2][v] = LoBf16(q.y);
-      w[3][v] = HiBf16(q.y);
-    }
-  } else {
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-#pragma unroll
-      for (int k = 0; k < kConv1dWidth; ++k) {
-        w[k][v] = LoadParam(p.weight, p.weight_dtype, (c0 + v) * kConv1dWidth + k);
-      }
-    }
-  }
-#pragma unroll
-  for (int v = 0; v < V; ++v) {
-    b[v] = p.bias != nullptr ? LoadParam(p.bias, p.bias_dtype, c0 + v) : 0.0f;
-  }
-}
-
 // SiLU''s table (conv1d_traits.h), positive half then negative: data of the library, generated
 // once (tools/gen/conv1d_silu_table.py, 60-digit arithmetic, one rounding), so that the backward
 // stays two launches. A table kernel per call cost a third launch and, in FP64, rounded some
@@ -398,7 +359,7 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
   float acc[kPartialRows][V] = {};  // dweight[:, 0..3], dbias over this segment
   if (run) {
     float w[kConv1dWidth][V], b[V];
-    LoadBwdParams<V>(p, c0, w, b);
+    LoadChannelParams<V>(p.weight, p.weight_dtype, p.bias, p.bias_dtype, c0, true, w, b);
     const int mbase = si * L;
     const int lim = avail;
     const int store_lim = avail + kHalo < kSteps ? avail + kHalo : kSteps;
