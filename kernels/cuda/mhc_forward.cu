@@ -389,7 +389,7 @@ struct FwdClusterTraits {
   // runs while the other warps multiply stage s + 1 and sum stage s + 1 over the cluster, rather
   // than between their block barriers; its inputs (pre of the stage, the X slice) stay in shared
   // memory until it is written. 2 keep 320 threads at the 200 registers of one CTA an SM.
-  static constexpr int kUWarps = 2;
+  static constexpr int kUWarps = 4;
   static constexpr int kUThreads = 32 * kUWarps;
   static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
   static_assert(kVals <= 32, "one lane a value in the own-token sums");
@@ -468,9 +468,9 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
         if (t < T) __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
       }
     }
-    NamedBarrierSync(2, Tr::kUThreads);  // both U warps are done with pre and the X buffer
+    MbarArrive(&pre_empty[s & 1]);
+    NamedBarrierSync(2, Tr::kUThreads);  // the U warps are done with the X buffer
     if (utid == 0) {
-      MbarArrive(&pre_empty[s & 1]);
       const int64_t sn = s + Tr::kStages;
       if (sn < nstages) {
         const int b = static_cast<int>(sn % Tr::kStages);
@@ -516,8 +516,8 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     if (tid == 0) {
       for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
       for (int p = 0; p < 2; ++p) {
-        MbarInit(&pre_full[p], 1);
-        MbarInit(&pre_empty[p], 1);
+        MbarInit(&pre_full[p], 32);
+        MbarInit(&pre_empty[p], Tr::kUThreads);
       }
       MbarInitFence();
     }
@@ -763,8 +763,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
         const float m = r * zs[zs_all(a, tid)];
         pre[a * Tr::kStageTok + tid] = Sigmoid(fmaf(m, scale0, bpre[a])) + hc_eps;
       }
-      __syncwarp();
-      if (tid == 0) MbarArrive(&pre_full[s & 1]);
+      MbarArrive(&pre_full[s & 1]);
     } else if (tid >= 32 && tid < 32 + Tr::kVals * Tr::kOwnTok) {
       const int i = tid - 32;
       const int own = i / Tr::kVals, v = i % Tr::kVals;
