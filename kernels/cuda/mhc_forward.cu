@@ -337,7 +337,8 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U every
 //     CTA also sums z_0..3 and sq of all 32 tokens, for pre. Without U two warps sum the 2 own
 //     tokens and write m and r at once while the others sum the next stage's CTA partials.
-//   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
+//   - With kWithU, 4 more warps of each CTA write U for its channels from the X still in shared
+//     memory, while the 8 MMA warps go on with the next stage.
 // The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
 // so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
@@ -350,7 +351,9 @@ __global__ void __launch_bounds__(kStreamThreads)
 // unpadded swizzled warp partials summed 4 tokens a thread, own-token cluster sums only without
 // U, and two n8 token tiles a step (together 0.239 -> 0.206 ms stats, 0.337 -> 0.309 ms prepare
 // at T = 16384); without U the own-token sums in two own warps from token-major CTA partials
-// (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096).
+// (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096); with U, U
+// written by 4 warps of its own (helper mhc12: prepare 0.307 -> 0.287 ms at T = 16384, 0.097 ->
+// 0.092 at T = 4096).
 template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
@@ -388,7 +391,10 @@ struct FwdClusterTraits {
   // With U: warps that only write U, beside the kWarps that multiply and sum. U of stage s then
   // runs while the other warps multiply stage s + 1 and sum stage s + 1 over the cluster, rather
   // than between their block barriers; its inputs (pre of the stage, the X slice) stay in shared
-  // memory until it is written. 2 keep 320 threads at the 200 registers of one CTA an SM.
+  // memory until it is written. 384 threads cap the kernel at 168 registers (main's U pass in
+  // the MMA warps took 200); it fits with a 4-byte spill. Two U warps (320 threads) were slower
+  // than none (H200, T = 16384: prepare 0.335 vs 0.307 ms): they wrote U too slowly, and the X
+  // buffer of a stage is refilled only after its U.
   static constexpr int kUWarps = 4;
   static constexpr int kUThreads = 32 * kUWarps;
   static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
@@ -417,9 +423,12 @@ __device__ __forceinline__ void MbarArrive(uint64_t* bar) {
 // The U warps of the with-U cluster kernel (utid: thread index among them). They take part in
 // every cluster barrier phase (the barrier counts all threads) but publish nothing through it:
 // each arrives for phase s + 1 as soon as phase s completes, so it never holds the other warps
-// back. Per stage they wait for pre (pre_full, armed by warp 0 after its coefficient step), write
-// U from the X slice, then hand pre's buffer back (pre_empty) and refill the X buffer with stage
-// s + kStages. The same products in the same a-order as before: the same bits.
+// back. Per stage they wait for pre (pre_full, to which each lane of warp 0 arrives after its
+// coefficient step), write U from the X slice, then hand pre's buffer back (pre_empty, every U
+// thread arriving) and refill the X buffer with stage s + kStages. Every writer and reader
+// arrives itself: with one arrival after a warp or named barrier the ordering is the same, but
+// racecheck then reported hazards on pre_s (bar.arrive / bar.sync hand-overs too).
+// The same products in the same a-order as before: the same bits.
 template <typename Tr>
 __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, uint64_t* full_bar,
                           uint64_t* pre_full, uint64_t* pre_empty, const float* pre_s,
@@ -427,7 +436,8 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
                           int64_t nstages, int64_t ch0, int utid) {
   constexpr int64_t C = Tr::kC;
   constexpr int kItems = Tr::kStageTok * Tr::kStreamChunks / Tr::kUThreads;
-  // Items loaded before any is used: their shared loads overlap (only 2 warps to hide latency).
+  // Items loaded before any is used, so that their shared loads overlap (8 a batch measured no
+  // faster, with named-barrier hand-overs).
   constexpr int kBatch = 4;
   static_assert(kItems % kBatch == 0, "U items in whole batches");
   const int c8 = utid % Tr::kStreamChunks;
@@ -783,8 +793,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
   // which every CTA has finished reading by then: two parities suffice.
   // X buffers: with U, buffer s % kStages is refilled (by a U warp) once U of stage s is written;
-  // without U,
-  // once stage s's MMAs are done, which keeps one more stage in flight.
+  // without U, once stage s's MMAs are done, which keeps one more stage in flight.
   // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
   // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
   // other warps arrive without a fence. Without U the last warp releases, so that its fence does
