@@ -337,7 +337,8 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U every
 //     CTA also sums z_0..3 and sq of all 32 tokens, for pre. Without U two warps sum the 2 own
 //     tokens and write m and r at once while the others sum the next stage's CTA partials.
-//   - With kWithU, each CTA then writes U for its channels from the X still in shared memory.
+//   - With kWithU, 4 more warps of each CTA write U for its channels from the X still in shared
+//     memory, while the 8 MMA warps go on with the next stage.
 // The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
 // so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
@@ -350,7 +351,9 @@ __global__ void __launch_bounds__(kStreamThreads)
 // unpadded swizzled warp partials summed 4 tokens a thread, own-token cluster sums only without
 // U, and two n8 token tiles a step (together 0.239 -> 0.206 ms stats, 0.337 -> 0.309 ms prepare
 // at T = 16384); without U the own-token sums in two own warps from token-major CTA partials
-// (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096).
+// (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096); with U, U
+// written by 4 warps of its own (helper mhc12: prepare 0.307 -> 0.287 ms at T = 16384, 0.097 ->
+// 0.092 at T = 4096).
 template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
@@ -378,13 +381,22 @@ struct FwdClusterTraits {
   static constexpr int kOwnTok = kStageTok / kCtas;
   static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
   static constexpr int kSmemBytes =
-      kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 4 * kStageTok) * 4;
+      kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 8 * kStageTok) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
   // Without U: warps that sum the CTA's own tokens over the cluster, kOwnTok / kOwnWarps tokens
   // each with lane v holding value v; the other warps sum the next stage's CTA partials. Two
   // (one token each) measured faster than one (H200, T = 16384: 0.187 vs 0.194 ms), though the
   // 192 other threads then need two passes for 8 of the CTA sums' 200 items.
   static constexpr int kOwnWarps = 2;
+  // With U: warps that only write U, beside the kWarps that multiply and sum. U of stage s then
+  // runs while the other warps multiply stage s + 1 and sum stage s + 1 over the cluster, rather
+  // than between their block barriers; its inputs (pre of the stage, the X slice) stay in shared
+  // memory until it is written. 384 threads cap the kernel at 168 registers (main's U pass in
+  // the MMA warps took 200); it fits with a 4-byte spill. Two U warps (320 threads) were slower
+  // than none (H200, T = 16384: prepare 0.335 vs 0.307 ms): they wrote U too slowly, and the X
+  // buffer of a stage is refilled only after its U.
+  static constexpr int kUWarps = 4;
+  static constexpr int kUThreads = 32 * kUWarps;
   static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
   static_assert(kVals <= 32, "one lane a value in the own-token sums");
   static_assert(kOwnWarps < kWarps, "warps left for the CTA sums");
@@ -396,10 +408,94 @@ struct FwdClusterTraits {
   static_assert(kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
   static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per cluster sum");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
+  static_assert(kStageTok * kStreamChunks % kUThreads == 0, "U items divide over the U warps");
+  static_assert(kStreamChunks == 32, "a U warp writes one token's slice a step");
 };
 
+// Block barrier of the first n threads (id 0 is __syncthreads').
+__device__ __forceinline__ void NamedBarrierSync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
+}
+
+// The U warps of the with-U cluster kernel (utid: thread index among them). They take part in
+// every cluster barrier phase (the barrier counts all threads) but publish nothing through it:
+// each arrives for phase s + 1 as soon as phase s completes, so it never holds the other warps
+// back. Per stage they wait for pre (pre_full, to which each lane of warp 0 arrives after its
+// coefficient step), write U from the X slice, then hand pre's buffer back (pre_empty, every U
+// thread arriving) and refill the X buffer with stage s + kStages. Every writer and reader
+// arrives itself: with one arrival after a warp or named barrier the ordering is the same, but
+// racecheck then reported hazards on pre_s (bar.arrive / bar.sync hand-overs too).
+// The same products in the same a-order as before: the same bits.
+template <typename Tr>
+__device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, uint64_t* full_bar,
+                          uint64_t* pre_full, uint64_t* pre_empty, const float* pre_s,
+                          uint16_t* __restrict__ U, int64_t T, int64_t cluster, int64_t nclusters,
+                          int64_t nstages, int64_t ch0, int utid) {
+  constexpr int64_t C = Tr::kC;
+  constexpr int kItems = Tr::kStageTok * Tr::kStreamChunks / Tr::kUThreads;
+  // Items loaded before any is used, so that their shared loads overlap (8 a batch measured no
+  // faster, with named-barrier hand-overs).
+  constexpr int kBatch = 4;
+  static_assert(kItems % kBatch == 0, "U items in whole batches");
+  const int c8 = utid % Tr::kStreamChunks;
+  ClusterArriveRelaxed();
+  for (int64_t s = 0; s < nstages; ++s) {
+    ClusterWait();
+    ClusterArriveRelaxed();
+    MbarWait(&pre_full[s & 1], static_cast<uint32_t>((s >> 1) & 1));
+    // Already complete (warp 0 saw it before pre); makes the tensor copy's data visible here.
+    MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
+    const float* pre = pre_s + (s & 1) * 4 * Tr::kStageTok;
+#pragma unroll
+    for (int b0 = 0; b0 < kItems; b0 += kBatch) {
+      uint4 xr[kBatch][4];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int tok = (utid + (b0 + b) * Tr::kUThreads) / Tr::kStreamChunks;
+        const unsigned char* row = xs + tok * Tr::kRowBytes;
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          xr[b][a] = *reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8));
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int tok = (utid + (b0 + b) * Tr::kUThreads) / Tr::kStreamChunks;
+        const int64_t t = t0 + tok;
+        float u[8], xf[8];
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          const float p = pre[a * Tr::kStageTok + tok];
+          Unpack8(xr[b][a], xf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) u[e] = a == 0 ? p * xf[e] : fmaf(p, xf[e], u[e]);
+        }
+        if (t < T) __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
+      }
+    }
+    MbarArrive(&pre_empty[s & 1]);
+    NamedBarrierSync(2, Tr::kUThreads);  // the U warps are done with the X buffer
+    if (utid == 0) {
+      const int64_t sn = s + Tr::kStages;
+      if (sn < nstages) {
+        const int b = static_cast<int>(sn % Tr::kStages);
+        MbarArriveExpectTx(&full_bar[b], Tr::kStageBytes);
+        TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes), xmap, static_cast<int>(ch0),
+                  static_cast<int>(4 * (cluster + sn * nclusters) * Tr::kStageTok),
+                  SmemAddr(&full_bar[b]));
+      }
+    }
+  }
+  ClusterWait();
+}
+
 template <typename Tr, bool kWithU>
-__global__ void __launch_bounds__(Tr::kThreads, 1)
+__global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1)
     MhcFwdClusterKernel(const __grid_constant__ CUtensorMap xmap,
                         const uint16_t* __restrict__ fn_split, const float* __restrict__ scale,
                         const float* __restrict__ base, float* __restrict__ stats,
@@ -408,13 +504,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   constexpr int64_t C = Tr::kC;
   constexpr int64_t K = 4 * C;
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t full_bar[Tr::kStages];  // stage landed, per buffer
-  unsigned char* xbuf = smem;                 // [kStages][kStageTok][kRowBytes]
+  __shared__ uint64_t full_bar[Tr::kStages];      // stage landed, per buffer
+  __shared__ uint64_t pre_full[2], pre_empty[2];  // with U: pre_s of a parity written / used
+  unsigned char* xbuf = smem;                     // [kStages][kStageTok][kRowBytes]
   float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
   float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
   // wpart holds the next stage's warp partials while this stage's cluster sums are used.
   float* zs = cpart + 2 * Tr::kCpartFloats;  // [kZsFloats]: see zs_all, zs_own
-  float* pre_s = zs + Tr::kZsFloats;         // [4][kStageTok]
+  float* pre_s = zs + Tr::kZsFloats;         // [2][4][kStageTok], by stage parity
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -425,6 +522,22 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int64_t nstages = cluster < ngroups ? (ngroups - cluster + nclusters - 1) / nclusters : 0;
   const int stream = warp / Tr::kSplit, part = warp % Tr::kSplit;
   const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
+  if constexpr (kWithU) {
+    if (tid == 0) {
+      for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
+      for (int p = 0; p < 2; ++p) {
+        MbarInit(&pre_full[p], 32);
+        MbarInit(&pre_empty[p], Tr::kUThreads);
+      }
+      MbarInitFence();
+    }
+    __syncthreads();
+    if (warp >= Tr::kWarps) {
+      FwdUWarps<Tr>(&xmap, xbuf, full_bar, pre_full, pre_empty, pre_s, U, T, cluster, nclusters,
+                    nstages, ch0, tid - Tr::kThreads);
+      return;
+    }
+  }
 
   // A fragments, as in MhcFwdStatsKernel: MMA k-slots {2q, 2q+1, 2q+8, 2q+9} of step s of
   // 32-k group gi hold k = 32 gi + 8q + 4s + {0, 1, 2, 3} of the warp's k.
@@ -447,11 +560,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // One tensor copy a stage: box {C/16 channels, 4 streams x kStageTok tokens} of X viewed as
   // [4T, C], landing as [token][stream][channel] rows; rows past 4T are zero-filled, so tokens
   // past T give zero sums (never written).
-  if (tid == 0) {
-    for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
-    MbarInitFence();
+  if constexpr (!kWithU) {
+    if (tid == 0) {
+      for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
+      MbarInitFence();
+    }
+    __syncthreads();
   }
-  __syncthreads();
+  // Block barrier of the warps that multiply and sum (with U the U warps run apart).
+  auto sync = [&]() {
+    if constexpr (kWithU) {
+      NamedBarrierSync(1, Tr::kThreads);
+    } else {
+      __syncthreads();
+    }
+  };
   auto stage_x = [&](int64_t s) {
     if (tid != 0 || s >= nstages) return;
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
@@ -641,12 +764,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (!kWithU) return;
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     if (tid < Tr::kStageTok) {
+      // pre_s of this parity was last read by the U warps for stage s - 2.
+      if (s >= 2) MbarWait(&pre_empty[s & 1], static_cast<uint32_t>(((s >> 1) - 1) & 1));
+      float* pre = pre_s + (s & 1) * 4 * Tr::kStageTok;
       const float r = RmsInv(zs[zs_all(kLogits, tid)], C, rms_eps);
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
         const float m = r * zs[zs_all(a, tid)];
-        pre_s[a * Tr::kStageTok + tid] = Sigmoid(fmaf(m, scale0, bpre[a])) + hc_eps;
+        pre[a * Tr::kStageTok + tid] = Sigmoid(fmaf(m, scale0, bpre[a])) + hc_eps;
       }
+      MbarArrive(&pre_full[s & 1]);
     } else if (tid >= 32 && tid < 32 + Tr::kVals * Tr::kOwnTok) {
       const int i = tid - 32;
       const int own = i / Tr::kVals, v = i % Tr::kVals;
@@ -658,30 +785,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       }
     }
   };
-  // U of stage s for this CTA's channels, from the X still in shared memory.
-  auto write_u = [&](int64_t s) {
-    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-    const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
-#pragma unroll
-    for (int it = 0; it < Tr::kStageTok * Tr::kStreamChunks / Tr::kThreads; ++it) {
-      const int i = tid + it * Tr::kThreads;
-      const int tok = i / Tr::kStreamChunks, c8 = i % Tr::kStreamChunks;
-      const int64_t t = t0 + tok;
-      if (t < T) {
-        const unsigned char* row = xs + tok * Tr::kRowBytes;
-        float u[8], xf[8];
-#pragma unroll
-        for (int a = 0; a < 4; ++a) {
-          const float p = pre_s[a * Tr::kStageTok + tok];
-          Unpack8(*reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8)), xf);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) u[e] = a == 0 ? p * xf[e] : fmaf(p, xf[e], u[e]);
-        }
-        __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
-      }
-    }
-  };
-
   // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
   // between the arrive that publishes stage s's partials and the wait before reading them, so
   // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
@@ -689,8 +792,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
   // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
   // which every CTA has finished reading by then: two parities suffice.
-  // X buffers: with U, buffer s % kStages is refilled once U of stage s is written; without U,
-  // once stage s's MMAs are done, which keeps one more stage in flight.
+  // X buffers: with U, buffer s % kStages is refilled (by a U warp) once U of stage s is written;
+  // without U, once stage s's MMAs are done, which keeps one more stage in flight.
   // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
   // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
   // other warps arrive without a fence. Without U the last warp releases, so that its fence does
@@ -718,27 +821,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
   if (nstages > 0) {
     multiply(0);
-    __syncthreads();
+    sync();
     if (!kWithU) stage_x(Tr::kStages);
     reduce(-1, true);
   }
-  __syncthreads();
+  sync();
   arrive();
   for (int64_t s = 0; s < nstages; ++s) {
     const bool next = s + 1 < nstages;
     if (next) multiply(s + 1);
-    __syncthreads();  // wpart holds stage s + 1; the previous stage's zs and pre_s are consumed
+    sync();  // wpart holds stage s + 1; the previous stage's zs is consumed
     if (!kWithU && next) stage_x(s + 1 + Tr::kStages);
     reduce(s, next);
-    __syncthreads();  // zs complete; wpart free for stage s + 2
+    sync();  // zs complete; wpart free for stage s + 2
     arrive();
-    coefficients(s);
-    if (kWithU) {
-      __syncthreads();  // pre_s complete
-      write_u(s);
-      __syncthreads();  // stage s's X buffer free
-      stage_x(s + Tr::kStages);
-    }
+    coefficients(s);  // with U, warp 0 hands pre to the U warps, which refill the X buffer
   }
   // No CTA may leave while another can still read its partials.
   ClusterWait();
@@ -834,11 +931,12 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
 // 0.309 at T = 16384).
 using ClusterTr = FwdClusterTraits<4>;
 
-cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
+cudaLaunchConfig_t ClusterConfig(int clusters, bool with_u, cudaStream_t stream,
+                                 cudaLaunchAttribute* attr) {
   using Tr = ClusterTr;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * Tr::kCtas));
-  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.blockDim = dim3(Tr::kThreads + (with_u ? Tr::kUThreads : 0));
   cfg.dynamicSmemBytes = Tr::kSmemBytes;
   cfg.stream = stream;
   attr->id = cudaLaunchAttributeClusterDimension;
@@ -860,7 +958,7 @@ Status PrepareClusterKernel(const char* name, int* max_clusters) {
   MHC_RETURN_IF_ERROR(CudaStatus(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), name));
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = ClusterConfig(1, nullptr, &attr);
+  const cudaLaunchConfig_t cfg = ClusterConfig(1, kWithU, nullptr, &attr);
   return CudaStatus(cudaOccupancyMaxActiveClusters(max_clusters, kernel, &cfg), name);
 }
 
@@ -912,7 +1010,7 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, c
   const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
   const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = ClusterConfig(clusters, stream, &attr);
+  const cudaLaunchConfig_t cfg = ClusterConfig(clusters, U != nullptr, stream, &attr);
   auto* kernel =
       U != nullptr ? MhcFwdClusterKernel<ClusterTr, true> : MhcFwdClusterKernel<ClusterTr, false>;
   MHC_RETURN_IF_ERROR(CudaStatus(
