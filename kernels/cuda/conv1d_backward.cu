@@ -85,10 +85,7 @@ __device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const u
 // "bf16" was 6% slower instead (conv1d_h200.md, 2026-11-29 22:53 UTC).
 __device__ __forceinline__ void PairedCopy(void* dst, const uint16_t* src, bool valid,
                                            const uint16_t* safe) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(valid ? src : safe),
-               "r"(valid ? 16 : 0)
-               : "memory");
+  CpAsyncOrZero<8>(static_cast<RawT<8>*>(dst), valid ? src : safe, valid);
 }
 
 // One thread's walk over its segment (see the kernel). Step i handles token r = s0 - 3 + i: it
@@ -267,15 +264,13 @@ template <int kThreads>
 __device__ __forceinline__ void CopySiluTable(unsigned char* tab, int tid) {
   constexpr int kHalfChunks = kSiluTabHalf / 4;  // 16-byte chunks of a half
   static_assert(kSiluTabHalf % 4 == 0, "a chunk never straddles the halves");
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tab));
 #pragma unroll
   for (int e = tid; e < 2 * kHalfChunks; e += kThreads) {
     const int at = e < kHalfChunks ? e * 16 : (e - kHalfChunks) * 16 + kSiluTabSignBytes;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(base + at),
-                 "l"(kSiluGradTable + 4 * e)
-                 : "memory");
+    CpAsyncOrZero<8>(reinterpret_cast<RawT<8>*>(tab + at),
+                     reinterpret_cast<const uint16_t*>(kSiluGradTable + 4 * e), true);
   }
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  CpAsyncCommit();
 }
 
 // kPaired: the paired copy route (PairedCopy; the host picks it only when the rows are 16-byte
@@ -352,7 +347,7 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     // The table's group is older than the rings' prefill groups: wait for it alone, then make
     // every thread's part visible to the whole CTA.
     constexpr int kPrefillGroups = Ring::kAsync ? (kPaired ? D / 2 : D) : 0;
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kPrefillGroups) : "memory");
+    CpAsyncWaitGroup<kPrefillGroups>();
     __syncthreads();
   }
 

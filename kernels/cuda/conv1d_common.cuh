@@ -203,10 +203,10 @@ __device__ __forceinline__ void CheckCuSeqlens(const void* cu, bool cu64, int64_
 }
 
 // Sets bit i of `marks` (`words` words, at least (n + 31) / 32) when a document starts at token
-// a + i, for i in [0, n). A 257-ary search
-// (one probe per thread and round, so one round for N < 257) finds the document holding token a;
-// the threads then walk the following offsets. Malformed offsets cannot push an index out of
-// [0, N] or a bit out of [0, n); they only give wrong marks, which CheckCuSeqlens reports.
+// a + i, for i in [0, n). A 257-ary search (one probe per thread and round, so one round for
+// N < 257) finds the document holding token a; the threads then walk the following offsets.
+// Malformed offsets cannot push an index out of [0, N] or a bit out of [0, n); they only give wrong
+// marks, which CheckCuSeqlens reports.
 template <int kThreads>
 __device__ __forceinline__ void MarkDocStarts(const void* cu, bool cu64, int64_t num_docs,
                                               int64_t a, int64_t n, uint32_t* marks, int words) {
@@ -328,19 +328,27 @@ struct SmemRing {
   }
 };
 
+// cp.async groups: close the group of the copies issued since the last commit; wait until at
+// most kPending of the newest groups are still in flight.
+__device__ __forceinline__ void CpAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWaitGroup() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
 // Before reading step i's slot: all but the newest kDepth - 1 groups (steps i + 1 .. i + kDepth
 // - 1) have landed. One group is committed per step, so the count is uniform. kGroupSteps > 1:
 // one group per kGroupSteps steps, and steps i .. i + kGroupSteps - 1 have landed.
 template <class Ring, int kGroupSteps = 1>
 __device__ __forceinline__ void RingWait() {
   static_assert(Ring::kAhead % kGroupSteps == 0, "the look-ahead is whole groups");
-  if constexpr (Ring::kAsync) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(Ring::kAhead / kGroupSteps - 1) : "memory");
-  }
+  if constexpr (Ring::kAsync) CpAsyncWaitGroup<Ring::kAhead / kGroupSteps - 1>();
 }
 template <class Ring>
 __device__ __forceinline__ void RingCommit() {
-  if constexpr (Ring::kAsync) asm volatile("cp.async.commit_group;\n" ::: "memory");
+  if constexpr (Ring::kAsync) CpAsyncCommit();
 }
 template <class Ring>
 __device__ __forceinline__ void RingDrain() {
