@@ -555,10 +555,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       constexpr int kIters = kChunk / (2 * kPairsPerPass);
       const int cl = tid % kChunk, col = cb * kChunk + cl;
       const int rot = (cl >> 3) & 3;
+      // The first token of the pair this thread stores in pass it.
+      auto pair_token = [&](int it) {
+        return 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
+      };
       if (col < kDim) {
 #pragma unroll
         for (int it = 0; it < kIters; ++it) {
-          const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
+          const int j = pair_token(it);
           const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
           const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
           StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
@@ -566,7 +570,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       } else {
 #pragma unroll
         for (int it = 0; it < kIters; ++it) {
-          const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
+          const int j = pair_token(it);
           const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
           const float x1 =
               j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
