@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (t < c.len) {
           const RawToken& r = raw[i];
           kraw = r.k;
-          const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
+          const TokenLane tl = UnpackToken<true>(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
           for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
           qraw[i0 + i] = r.q;
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           if (lane == 0) {
             sm.rq[t] = tl.rq;
             sm.rk[t] = tl.rk;
-            sm.bt[t] = SigmoidF(r.beta);
+            sm.bt[t] = GateSigmoid(r.beta);
           }
         } else {
           qraw[i0 + i] = make_uint2(0u, 0u);

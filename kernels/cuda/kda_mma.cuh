@@ -43,26 +43,8 @@ __device__ __forceinline__ void SplitPair(float x0, float x1, uint32_t* hi, uint
 }
 
 #ifdef CAKEGRAD_KDA_HOST_EMU
-// exp2 with an error of up to 2 ulp, a deterministic function of x (exp2f's documented bound for
-// MUFU.EX2): the emulation should not be more accurate than the device.
-inline float Ex2Ftz(float x) {
-  float y = std::exp2(x);
-  if (std::fpclassify(y) == FP_SUBNORMAL) return 0.f;
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  const int ulps = static_cast<int>(((b * 2654435761u) >> 24) % 5) - 2;
-  for (int i = 0; i < (ulps < 0 ? -ulps : ulps); ++i) y = std::nextafter(y, ulps < 0 ? 0.f : 1e38f);
-  return y;
-}
 inline void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { EmuMma(d, a, b); }
 #else
-// 2^x, denormal results flushed to zero (a decay factor below 2^-126 contributes nothing that
-// FP32 accumulation of O(1) terms could keep). One MUFU.EX2, ~2 ulp.
-__device__ __forceinline__ float Ex2Ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 // D += A B, m16n8k16, BF16 operands, FP32 accumulators.
 __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
