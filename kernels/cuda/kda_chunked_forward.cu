@@ -16,7 +16,8 @@
 //    cumulative sums (FP32); A and M with the decay factors taken per 16-token row sub-chunk J
 //    relative to G at J's first token, so every factor lies in [e^-75, e^75] for lower_bound >= -5;
 //    Tinv = (I + A)^-1 in FP32 (16 x 16 diagonal blocks by forward substitution, block rows
-//    merged); W | Uv = Tinv [beta K Gam | beta V]; K Gam_C / Gam and Q Gam. It writes one record
+//    merged); W | Uv = Tinv' [K Gam | V] with Tinv' = Tinv diag(beta); K Gam_C / Gam and Q Gam.
+//    It writes one record
 //    per chunk into the workspace, the state pass's operands already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
@@ -72,7 +73,8 @@ struct PrepThreads {
 
 // Shared memory of the preparation, sized for two CTAs per SM. Phases: Kdec^T staging, then per
 // sub-chunk the split decay factors of both K halves (A and M together on the tensor cores), then
-// Tinv in FP32, then the right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
+// Tinv in FP32, then the right-hand side blocks of W = Tinv' K Gam, then Uv = Tinv' V from the
+// staged V.
 struct PrepSmem {
   uint16_t k[kChunk][kDim];               // raw BF16 keys of the chunk (0 for padding)
   float G[kChunk][PrepTraits::kGStride];  // log-gates, then their cumulative sums
@@ -171,6 +173,13 @@ __device__ __forceinline__ int64_t TokenBase(const ChunkCtx& c, int t) {
 
 __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
+}
+
+// The staged V's 16-byte piece p (channels 8 p .. 8 p + 7) of token t: pieces swizzled by token,
+// so that the 8 rows of an ldmatrix.trans tile (8 consecutive tokens, one piece) fall in 8
+// different bank groups (unswizzled, the 256-byte rows put all 8 in one: 8-way conflicts).
+__device__ __forceinline__ uint16_t* VPiece(uint16_t* vs, int t, int p) {
+  return vs + t * kDim + 8 * (p ^ (t & 7));
 }
 
 // SplitPair with one paired conversion per half (bitwise the same values). The packed hi pair is
@@ -468,9 +477,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   // thread), then block rows Tinv[J, <J] = -Tinv[J, J] (A[J, <J] Tinv[<J, <J]).
   uint16_t* vs =
       reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(&sm.u) + Tr::kVStageOffset);
+  // Padding tokens get zeros: their Tinv' columns are zero, and 0 x NaN would not be.
   for (int e = tid; e < kChunk * kDim / 8; e += kThreads) {
     const int t = e / (kDim / 8), p = e % (kDim / 8);
-    if (t < c.len) CpAsync16(vs + t * kDim + 8 * p, a.v + TokenBase(c, t) + 8 * p);
+    if (t < c.len) {
+      CpAsync16(VPiece(vs, t, p), a.v + TokenBase(c, t) + 8 * p);
+    } else {
+      *reinterpret_cast<uint4*>(VPiece(vs, t, p)) = make_uint4(0u, 0u, 0u, 0u);
+    }
   }
   CpAsyncCommit();
   {
@@ -523,55 +537,45 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
       __syncthreads();
     }
-    // Split Tinv into the A buffer (A is dead).
+    // Split Tinv' = Tinv diag(beta): beta folded into Tinv's columns, so that V enters Uv as the
+    // BF16 it is (no right-hand side for it) and K Gam needs no beta multiply.
     for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
       StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j,
-                sm.u.s.tinv[t][j], sm.u.s.tinv[t][j + 1]);
+                sm.u.s.tinv[t][j] * sm.bt[j], sm.u.s.tinv[t][j + 1] * sm.bt[j + 1]);
     }
     CpAsyncWait<0>();  // V staged
     __syncthreads();
   }
 
-  // W | Uv = Tinv [beta K Gam | beta V], 64 columns at a time, BF16x3. Tinv is lower triangular,
-  // so token tile mt needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token
-  // tiles (3 - p, p), p in {0, 1}: 5 k-steps either way, so all items cost the same; the old
-  // mapping (one warp per token tile and 32 columns) made the slowest warp take 16 k-step units
-  // of 4 tiles, this one 10. kNt = 2 for 8 warps (8 items, as many accumulators as before);
-  // 1 for 12 warps (16 items, half the accumulators: the 80-register budget).
+  // W = Tinv' K Gam, 64 columns at a time, BF16x3. Tinv is lower triangular, so token tile mt
+  // needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token tiles (3 - p, p),
+  // p in {0, 1}: 5 k-steps either way, so all items cost the same; the old mapping (one warp per
+  // token tile and 32 columns) made the slowest warp take 16 k-step units of 4 tiles, this one
+  // 10. kNt = 2 for 8 warps (8 items, as many accumulators as before); 1 for 12 warps (16 items,
+  // half the accumulators: the 80-register budget).
+  const int g = lane >> 2, tq = lane & 3;
   {
-    const int g = lane >> 2, tq = lane & 3;
     uint16_t* w_lo = negw + kChunk * kDim;
     constexpr int kNt = Th::kWarps >= 12 ? 1 : 2;
     constexpr int kItems = 2 * (kChunk / 8) / kNt;
 #pragma unroll 1
-    for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
-      // kThreads = (kThreads / 64) token pairs x 64 columns; the K and V blocks as separate loops.
-      // The stores are transposed (row cl, 36 words apart): with one token pair per warp, lanes
-      // 8 apart hit the same bank (4-way conflicts; ncu: 55% of the kernel's excess shared
-      // wavefronts). Each group of 8 lanes starts at a different pair (rot) instead, so the 32
-      // lanes cover the 32 banks; G and k are still read conflict-free (banks follow col).
+    for (int cb = 0; cb < kDim / kChunk; ++cb) {
+      // kThreads = (kThreads / 64) token pairs x 64 columns. The stores are transposed (row cl,
+      // 36 words apart): with one token pair per warp, lanes 8 apart hit the same bank (4-way
+      // conflicts; ncu: 55% of the kernel's excess shared wavefronts). Each group of 8 lanes
+      // starts at a different pair (rot) instead, so the 32 lanes cover the 32 banks; G and k are
+      // still read conflict-free (banks follow col).
       constexpr int kPairsPerPass = kThreads / kChunk;
       constexpr int kIters = kChunk / (2 * kPairsPerPass);
       const int cl = tid % kChunk, col = cb * kChunk + cl;
       const int rot = (cl >> 3) & 3;
-      if (col < kDim) {
 #pragma unroll
-        for (int it = 0; it < kIters; ++it) {
-          const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
-          const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
-          const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
-          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
-        }
-      } else {
-#pragma unroll
-        for (int it = 0; it < kIters; ++it) {
-          const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
-          const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
-          const float x1 =
-              j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
-          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
-        }
+      for (int it = 0; it < kIters; ++it) {
+        const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
+        const float x0 = Kh(sm, j, col) * DecayExp(sm.G[j][col]);
+        const float x1 = Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]);
+        StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
       }
       __syncthreads();
 #pragma unroll 1
@@ -617,16 +621,71 @@ __global__ void __launch_bounds__(kThreads, 2)
               const int t = mt * 16 + g + 8 * hh;
               const float x0 = x[0][2 * hh] + (x[1][2 * hh] + x[2][2 * hh]);
               const float x1 = x[0][2 * hh + 1] + (x[1][2 * hh + 1] + x[2][2 * hh + 1]);
-              if (col < kDim) {
-                StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
-              } else {
-                *reinterpret_cast<float2*>(uv + t * kDim + col - kDim) = make_float2(x0, x1);
-              }
+              StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
             }
           }
         }
       }
-      __syncthreads();  // before the next block overwrites the right-hand side
+      // Before the next block overwrites the right-hand side; Uv below reads neither it nor
+      // anything the W items write.
+      if (cb + 1 < kDim / kChunk) __syncthreads();
+    }
+  }
+
+  // Uv = Tinv' V. V's values are exact in BF16, so two products (Tinv' hi and lo) instead of
+  // three, with the B fragments straight from the staged V by ldmatrix.trans: no right-hand side
+  // build and no barrier. An item: the token tiles (3 - p, p) and 16 columns (two n-tiles), 16
+  // items of 5 k-steps each.
+  {
+    constexpr int kVItems = 2 * (kDim / 16);
+    auto piece = [vs](int t, int j) -> const uint16_t* { return VPiece(vs, t, j); };
+#pragma unroll 1
+    for (int item = warp; item < kVItems; item += Th::kWarps) {
+      const int lo_mt = item & 1, hi_mt = 3 - lo_mt, n0 = (item >> 1) * 16;
+      float acc[2][2][2][4];  // [token tile: hi, lo][n-tile][Tinv' hi, lo][fragment]
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[m][n][0][i] = acc[m][n][1][i] = 0.f;
+        }
+      }
+      for (int ks = 0; ks <= hi_mt; ++ks) {
+        uint32_t b[2][2], ah[4], al[4];
+        LdmBT4(piece, ks * 16, n0, b[0], b[1]);
+        LdmA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], hi_mt * 16, ks * 16, ah);
+        LdmA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], hi_mt * 16, ks * 16, al);
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          Mma(acc[0][n][0], ah, b[n]);
+          Mma(acc[0][n][1], al, b[n]);
+        }
+        if (ks <= lo_mt) {
+          LdmA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], lo_mt * 16, ks * 16, ah);
+          LdmA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], lo_mt * 16, ks * 16, al);
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            Mma(acc[1][n][0], ah, b[n]);
+            Mma(acc[1][n][1], al, b[n]);
+          }
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const int mt = m ? lo_mt : hi_mt;
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          const int col = n0 + 8 * n + 2 * tq;
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int t = mt * 16 + g + 8 * hh;
+            *reinterpret_cast<float2*>(uv + t * kDim + col) =
+                make_float2(acc[m][n][0][2 * hh] + acc[m][n][1][2 * hh],
+                            acc[m][n][0][2 * hh + 1] + acc[m][n][1][2 * hh + 1]);
+          }
+        }
+      }
     }
   }
 }

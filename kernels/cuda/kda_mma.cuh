@@ -123,6 +123,38 @@ __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* l
 }
 #endif
 
+// B fragments (16 x 8) of two n-tiles of a row-major BF16 B[k][n] (B itself, not its transpose),
+// at k0 and columns n0 .. n0 + 15: b0 for n0, b1 for n0 + 8, LoadB's layout (lane (g, q) holds
+// B[k0 + 2 q, + 1][n + g] and B[k0 + 2 q + 8, + 9][n + g]). piece(k, j) is the 16-byte row piece
+// holding B[k][8 j .. 8 j + 7], so that the caller may swizzle its rows. ldmatrix.x4.trans: one
+// instruction, the same 16-byte alignment rules as LdmA.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmBT4(Piece piece, int k0, int n0, uint32_t (&b0)[2],
+                                       uint32_t (&b1)[2]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  auto at = [&](int k, int n) { return uint32_t(piece(k, n / 8)[n % 8]); };
+  for (int h = 0; h < 2; ++h) {
+    const int k = k0 + 8 * h + 2 * q;
+    b0[h] = at(k, n0 + g) | (at(k + 1, n0 + g) << 16);
+    b1[h] = at(k, n0 + 8 + g) | (at(k + 1, n0 + 8 + g) << 16);
+  }
+}
+#else
+// Matrices: k rows 0-7 / 8-15 at n0 (b0[0], b0[1]), then at n0 + 8 (b1[0], b1[1]); transposed,
+// lane (g, q) receives rows 2 q, 2 q + 1 of column g of each.
+template <class Piece>
+__device__ __forceinline__ void LdmBT4(Piece piece, int k0, int n0, uint32_t (&b0)[2],
+                                       uint32_t (&b1)[2]) {
+  const int lane = threadIdx.x & 31;
+  const uint16_t* p = piece(k0 + (lane & 15), n0 / 8 + (lane >> 4));
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
+               : "r"(s));
+}
+#endif
+
 // Stores of four 8 x 8 BF16 tiles held in the accumulator layout (lane (g, q) holds row g,
 // columns 2 q, 2 q + 1 of tile i as the BF16 pair r[i]), by stmatrix: one instruction where the
 // scalar form takes four 4-byte stores (Stm4) or eight 2-byte ones (StmT4). Same 16-byte row
