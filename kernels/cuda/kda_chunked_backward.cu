@@ -461,7 +461,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const float scale = a.s.scale;
 
   // Per token (warp per token, lane owns k = 4 lane .. 4 lane + 3): exactly the forward
-  // preparation's norms, beta and log-gates, so G matches its record bit for bit.
+  // preparation's norms and beta (UnpackToken<true>, GateSigmoid), bit for bit; its log-gates in
+  // nats, where the preparation keeps them in log2 units (equal up to rounding).
   {
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
