@@ -13,8 +13,8 @@
 // FP32 accumulation): SPEC's final_state limit (1e-4) rules out single-pass TF32 or BF16 on the
 // state path (bench/results/kda_h200.md, CPU study). Two launches:
 // 1. KdaChunkPrepKernel, one CTA per (chunk, head), all chunks in parallel: gates and their
-//    cumulative sums (FP32); A and M with the decay factors taken per 16-token row sub-chunk J
-//    relative to G at J's first token, so every factor lies in [e^-75, e^75] for lower_bound >= -5;
+//    cumulative sums (FP32); A and M per 16-token row sub-chunk J, the decay factors relative to
+//    G at the middle of J's 32-token pair, so no factor exceeds e^80 for lower_bound >= -5;
 //    Tinv = (I + A)^-1 in FP32 (16 x 16 diagonal blocks by forward substitution, block rows
 //    merged); W | Uv = Tinv' [K Gam | V] with Tinv' = Tinv diag(beta); K Gam_C / Gam and Q Gam.
 //    It writes one record
@@ -41,7 +41,7 @@ constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 
 // Thread-count-independent shapes of the preparation.
 struct PrepTraits {
-  static constexpr int kSub = 16;  // decay sub-chunk: factors stay in [e^-75, e^75]
+  static constexpr int kSub = 16;  // row sub-chunk; decay reference per pair: factors <= e^80
   static constexpr int kSubs = kChunk / kSub;
   static constexpr int kHalf = kDim / 2;         // factor buffers hold K in two halves
   static constexpr int kGStride = kDim;          // 16-byte rows: vector loads of channel runs
@@ -82,9 +82,9 @@ struct PrepSmem {
   float A[PrepTraits::kAPacked];
   union {
     struct {
-      uint16_t col[2][kChunk][PrepTraits::kHStride];             // k_i exp(r_J - G_i), hi and lo
-      uint16_t krow[2][PrepTraits::kSub][PrepTraits::kHStride];  // k_t exp(G_t - r_J)
-      uint16_t qrow[2][PrepTraits::kSub][PrepTraits::kHStride];  // q_t exp(G_t - r_J)
+      uint16_t col[2][kChunk][PrepTraits::kHStride];             // k_i exp(r_P - G_i), hi and lo
+      uint16_t krow[2][PrepTraits::kSub][PrepTraits::kHStride];  // k_t exp(G_t - r_P)
+      uint16_t qrow[2][PrepTraits::kSub][PrepTraits::kHStride];  // q_t exp(G_t - r_P)
     } f[2];                                                      // K halves
     struct {
       float tinv[kChunk][PrepTraits::kTStride];  // (I + A)^-1, FP32
@@ -232,10 +232,11 @@ __device__ __forceinline__ void HalfFactorTile(const uint16_t* row, const uint16
 }
 
 // A (into shared memory) and M (into the record) for the rows of sub-chunk J, columns
-// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that. One element
-// pass builds the column factors and both row factors (keys for A, queries for M; the row decay
-// computed once for both) of both K halves, then every warp takes up to two of the 4 (J + 1)
-// tiles (A or M, 8 columns): two barriers per sub-chunk, and the early sub-chunks idle fewer warps.
+// 0 .. 16 J + 15, with the decay reference r_P = G[32 (J / 2) + 16]; M is zero right of that. One
+// element pass builds the column factors (the pair's first sub-chunk only) and both row factors
+// (keys for A, queries for M; the row decay computed once for both) of both K halves, then every
+// warp takes up to two of the 4 (J + 1) tiles (A or M, 8 columns): two barriers per sub-chunk, and
+// the early sub-chunks idle fewer warps.
 template <int kThreads>
 __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, int J,
                                                  uint16_t* m_hi, uint16_t* m_lo) {
@@ -248,6 +249,14 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   constexpr int kSlots = (4 * Tr::kSubs + Th::kWarps - 1) / Th::kWarps;  // tiles per warp
   static_assert(kSlots * Th::kWarps >= 4 * Tr::kSubs, "every tile of the last sub-chunk taken");
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
+  // Decay reference: G at the middle of J's 32-token pair. The rows of the pair's first
+  // sub-chunk lie at most 16 tokens before it (factors <= e^80), every column at most 15 after
+  // it (<= e^75), and the products kept (i <= t) are <= 1; right of the diagonal no tile reaches a
+  // column more than 15 tokens past the reference, so no product overflows either. The column
+  // factors (the pair's 32 (P + 1) columns) are built once per pair, by its first sub-chunk:
+  // 96 rows per chunk where a reference per sub-chunk needed 160.
+  const int ref = (J / 2) * 2 * Tr::kSub + Tr::kSub;
+  const int col_rows = (J & 1) ? 0 : r0 + 2 * Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
   const int p2 = 2 * (tid % kPairs);  // the thread's channel pair within a half (fixed)
@@ -266,9 +275,9 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int kc = h * Tr::kHalf + p2;
-    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
+    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[ref][kc]);
 #pragma unroll 4
-    for (int i = tid / kPairs; i < cols; i += kRowStep) {
+    for (int i = tid / kPairs; i < col_rows; i += kRowStep) {
       const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
       const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
       const float rk = sm.rk[i];
