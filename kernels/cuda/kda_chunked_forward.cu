@@ -16,7 +16,8 @@
 //    cumulative sums (FP32); A and M per 16-token row sub-chunk J, the decay factors relative to
 //    G at the middle of J's 32-token pair, so no factor exceeds e^80 for lower_bound >= -5;
 //    Tinv = (I + A)^-1 in FP32 (16 x 16 diagonal blocks by forward substitution, block rows
-//    merged); W | Uv = Tinv' [K Gam | V] with Tinv' = Tinv diag(beta); K Gam_C / Gam and Q Gam.
+//    merged); W = Tinv (beta K Gam), Uv = Tinv' V with Tinv' = Tinv diag(beta); K Gam_C / Gam
+//    and Q Gam.
 //    It writes one record
 //    per chunk into the workspace, the state pass's operands already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
@@ -73,8 +74,8 @@ struct PrepThreads {
 
 // Shared memory of the preparation, sized for two CTAs per SM. Phases: Kdec^T staging, then per
 // sub-chunk the split decay factors of both K halves (A and M together on the tensor cores), then
-// Tinv in FP32, then the right-hand side blocks of W = Tinv' K Gam, then Uv = Tinv' V from the
-// staged V.
+// Tinv in FP32, then the right-hand side blocks of W = Tinv (beta K Gam), then Uv = Tinv' V from
+// the staged V.
 struct PrepSmem {
   uint16_t k[kChunk][kDim];               // raw BF16 keys of the chunk (0 for padding)
   float G[kChunk][PrepTraits::kGStride];  // log2-gates, then their cumulative sums (Decay2)
@@ -113,6 +114,17 @@ __device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
   return sm.A[PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
               (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col];
 }
+
+// Tinv' = Tinv diag(beta) split, in the A buffer once A is dead: plane (hi, lo) x the 10 blocks
+// (mt, ks <= mt) of its block-lower triangle, 16 x 16 each, rows of two 16-byte pieces (exactly
+// the buffer's 10 KB). The piece index is XORed with bit 2 of the row so that the 8 rows of an
+// ldmatrix tile (32 bytes apart) fall in 8 different bank groups.
+__device__ __forceinline__ uint16_t* TinvBPiece(PrepSmem& sm, int plane, int mt, int ks, int r,
+                                                int q) {
+  const int block = plane * 10 + mt * (mt + 1) / 2 + ks;
+  return reinterpret_cast<uint16_t*>(sm.A) + (block * 16 + r) * 16 + 8 * (q ^ ((r >> 2) & 1));
+}
+static_assert(sizeof(PrepSmem::A) == 2 * 10 * 16 * 16 * 2, "Tinv' blocks fill the A buffer");
 
 template <int kRows>
 struct StateTraits {
@@ -553,18 +565,27 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
       __syncthreads();
     }
-    // Split Tinv' = Tinv diag(beta): beta folded into Tinv's columns, so that V enters Uv as the
-    // BF16 it is (no right-hand side for it) and K Gam needs no beta multiply.
+    // Split Tinv (for W), and Tinv' = Tinv diag(beta) (for Uv: V enters as the BF16 it is) into
+    // the dead A buffer, packed by 16 x 16 block (TinvBPiece). W keeps Tinv itself: its exact unit
+    // diagonal would become beta_t's BF16x2 split in Tinv' (W's error 2.4e-6 -> 5.5e-6 rel-L2 in
+    // the host emulator, kda_prep_records_acc_emu.cc).
     for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
-      StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j,
-                sm.u.s.tinv[t][j] * sm.bt[j], sm.u.s.tinv[t][j + 1] * sm.bt[j + 1]);
+      const float x0 = sm.u.s.tinv[t][j], x1 = sm.u.s.tinv[t][j + 1];
+      StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j, x0, x1);
+      const int mt = t / 16, ks = j / 16;
+      if (ks <= mt) {
+        uint32_t hi, lo;
+        PrepSplitPair(x0 * sm.bt[j], x1 * sm.bt[j + 1], &hi, &lo);
+        *reinterpret_cast<uint32_t*>(TinvBPiece(sm, 0, mt, ks, t % 16, (j % 16) / 8) + j % 8) = hi;
+        *reinterpret_cast<uint32_t*>(TinvBPiece(sm, 1, mt, ks, t % 16, (j % 16) / 8) + j % 8) = lo;
+      }
     }
     CpAsyncWait<0>();  // V staged
     __syncthreads();
   }
 
-  // W = Tinv' K Gam, 64 columns at a time, BF16x3. Tinv is lower triangular, so token tile mt
+  // W = Tinv (beta K Gam), 64 columns at a time, BF16x3. Tinv is lower triangular, so token tile mt
   // needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token tiles (3 - p, p),
   // p in {0, 1}: 5 k-steps either way, so all items cost the same; the old mapping (one warp per
   // token tile and 32 columns) made the slowest warp take 16 k-step units of 4 tiles, this one
@@ -589,8 +610,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
         const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
-        const float x0 = Kh(sm, j, col) * Decay2(sm.G[j][col]);
-        const float x1 = Kh(sm, j + 1, col) * Decay2(sm.G[j + 1][col]);
+        const float x0 = sm.bt[j] * (Kh(sm, j, col) * Decay2(sm.G[j][col]));
+        const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * Decay2(sm.G[j + 1][col]));
         StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
       }
       __syncthreads();
@@ -670,16 +691,16 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int ks = 0; ks <= hi_mt; ++ks) {
         uint32_t b[2][2], ah[4], al[4];
         LdmBT4(piece, ks * 16, n0, b[0], b[1]);
-        LdmA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], hi_mt * 16, ks * 16, ah);
-        LdmA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], hi_mt * 16, ks * 16, al);
+        LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, hi_mt, ks, r, q); }, ah);
+        LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, hi_mt, ks, r, q); }, al);
 #pragma unroll
         for (int n = 0; n < 2; ++n) {
           Mma(acc[0][n][0], ah, b[n]);
           Mma(acc[0][n][1], al, b[n]);
         }
         if (ks <= lo_mt) {
-          LdmA<Tr::kTStride>(&sm.u.w.tinv[0][0][0], lo_mt * 16, ks * 16, ah);
-          LdmA<Tr::kTStride>(&sm.u.w.tinv[1][0][0], lo_mt * 16, ks * 16, al);
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, lo_mt, ks, r, q); }, ah);
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, lo_mt, ks, r, q); }, al);
 #pragma unroll
           for (int n = 0; n < 2; ++n) {
             Mma(acc[1][n][0], ah, b[n]);

@@ -123,6 +123,30 @@ __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* l
 }
 #endif
 
+// LdmA for a 16 x 16 A tile stored in pieces: piece(r, q) is the 16-byte piece holding row r,
+// columns 8 q .. 8 q + 7, so that the caller may pack and swizzle its tiles. Same registers as
+// LdmA (LoadA's layout).
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    const uint16_t* p = piece(g + 8 * (i & 1), i >> 1) + 2 * q;
+    a[i] = uint32_t(p[0]) | (uint32_t(p[1]) << 16);
+  }
+}
+#else
+template <class Piece>
+__device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31;
+  const uint16_t* p = piece(lane & 15, lane >> 4);
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(s));
+}
+#endif
+
 // B fragments (16 x 8) of two n-tiles of a row-major BF16 B[k][n] (B itself, not its transpose),
 // at k0 and columns n0 .. n0 + 15: b0 for n0, b1 for n0 + 8, LoadB's layout (lane (g, q) holds
 // B[k0 + 2 q, + 1][n + g] and B[k0 + 2 q + 8, + 9][n + g]). piece(k, j) is the 16-byte row piece
