@@ -17,9 +17,8 @@
 //    G at the middle of J's 32-token pair, so no factor exceeds e^80 for lower_bound >= -5;
 //    Tinv = (I + A)^-1 in FP32 (16 x 16 diagonal blocks by forward substitution, block rows
 //    merged); W = Tinv (beta K Gam), Uv = Tinv' V with Tinv' = Tinv diag(beta); K Gam_C / Gam
-//    and Q Gam.
-//    It writes one record
-//    per chunk into the workspace, the state pass's operands already split.
+//    and Q Gam. It writes one record per chunk into the workspace, the state pass's operands
+//    already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 4 or 8 CTAs share a (document, head).
@@ -185,7 +184,7 @@ __device__ __forceinline__ int64_t TokenBase(const ChunkCtx& c, int t) {
 
 // The preparation keeps its log-gates and their sums in log2 units (lower_bound log2(e) passed to
 // UnpackToken: the same multiply), so each decay factor 2^(G_a - G_b) is one MUFU.EX2 without
-// DecayExp's multiply by log2(e): ~53 k fewer multiplies per chunk. The cumulative sums' rounding
+// DecayExp's multiply by log2(e): ~45 k fewer multiplies per chunk. The cumulative sums' rounding
 // is relative, so the decays keep their accuracy.
 __device__ __forceinline__ float Decay2(float x) { return Ex2Ftz(x); }
 
