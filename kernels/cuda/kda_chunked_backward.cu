@@ -461,7 +461,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const float scale = a.s.scale;
 
   // Per token (warp per token, lane owns k = 4 lane .. 4 lane + 3): exactly the forward
-  // preparation's norms, beta and log-gates, so G matches its record bit for bit.
+  // preparation's norms and beta (UnpackToken<true>, GateSigmoid), bit for bit; its log-gates in
+  // nats, where the preparation keeps them in log2 units (equal up to rounding).
   {
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
@@ -477,13 +478,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         qraw = r.q;
         oraw = *reinterpret_cast<const uint2*>(a.d_o + ((t0 + t) * H + h) * kDim + 4 * lane);
         vraw = *reinterpret_cast<const uint2*>(a.v + ((t0 + t) * H + h) * kDim + 4 * lane);
-        const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
+        const TokenLane tl = UnpackToken<true>(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
         for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
         if (lane == 0) {
           sm.rq[t] = tl.rq;
           sm.rk[t] = tl.rk;
-          sm.bt[t] = SigmoidF(r.beta);
+          sm.bt[t] = GateSigmoid(r.beta);
         }
       } else if (lane == 0) {
         sm.rq[t] = 0.f;
@@ -1125,7 +1126,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       a.dq[base] = ToBf16(sm.rq[t] * (dqh[j] - QhAt(sm, t, kc) * sq));
       a.dk[base] = ToBf16(sm.rk[t] * (dkh[j] - KhAt(sm, t, kc) * sk));
       const float x = exp_a * (Bf16(a.g[base]) + dtb);
-      const float sg = SigmoidF(x);
+      const float sg = GateSigmoid(x);  // the preparation's sigmoid (UnpackToken<true>)
       const float dx = sm.bufw[t][kc] * a.s.lower_bound * sg * (1.f - sg);
       a.dg[base] = ToBf16(exp_a * dx);
       pdt = fmaf(exp_a, dx, pdt);

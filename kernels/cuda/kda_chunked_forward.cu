@@ -13,11 +13,12 @@
 // FP32 accumulation): SPEC's final_state limit (1e-4) rules out single-pass TF32 or BF16 on the
 // state path (bench/results/kda_h200.md, CPU study). Two launches:
 // 1. KdaChunkPrepKernel, one CTA per (chunk, head), all chunks in parallel: gates and their
-//    cumulative sums (FP32); A and M with the decay factors taken per 16-token row sub-chunk J
-//    relative to G at J's first token, so every factor lies in [e^-75, e^75] for lower_bound >= -5;
+//    cumulative sums (FP32); A and M per 16-token row sub-chunk J, the decay factors relative to
+//    G at the middle of J's 32-token pair, so no factor exceeds e^80 for lower_bound >= -5;
 //    Tinv = (I + A)^-1 in FP32 (16 x 16 diagonal blocks by forward substitution, block rows
-//    merged); W | Uv = Tinv [beta K Gam | beta V]; K Gam_C / Gam and Q Gam. It writes one record
-//    per chunk into the workspace, the state pass's operands already split.
+//    merged); W = Tinv (beta K Gam), Uv = Tinv' V with Tinv' = Tinv diag(beta); K Gam_C / Gam
+//    and Q Gam. It writes one record per chunk into the workspace, the state pass's operands
+//    already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 4 or 8 CTAs share a (document, head).
@@ -40,7 +41,7 @@ constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 
 // Thread-count-independent shapes of the preparation.
 struct PrepTraits {
-  static constexpr int kSub = 16;  // decay sub-chunk: factors stay in [e^-75, e^75]
+  static constexpr int kSub = 16;  // row sub-chunk; decay reference per pair: factors <= e^80
   static constexpr int kSubs = kChunk / kSub;
   static constexpr int kHalf = kDim / 2;         // factor buffers hold K in two halves
   static constexpr int kGStride = kDim;          // 16-byte rows: vector loads of channel runs
@@ -72,17 +73,18 @@ struct PrepThreads {
 
 // Shared memory of the preparation, sized for two CTAs per SM. Phases: Kdec^T staging, then per
 // sub-chunk the split decay factors of both K halves (A and M together on the tensor cores), then
-// Tinv in FP32, then the right-hand side blocks of W | Uv = Tinv [beta K Gam | beta V].
+// Tinv in FP32, then the right-hand side blocks of W = Tinv (beta K Gam), then Uv = Tinv' V from
+// the staged V.
 struct PrepSmem {
   uint16_t k[kChunk][kDim];               // raw BF16 keys of the chunk (0 for padding)
-  float G[kChunk][PrepTraits::kGStride];  // log-gates, then their cumulative sums
+  float G[kChunk][PrepTraits::kGStride];  // log2-gates, then their cumulative sums (Decay2)
   // beta_t (k_t Gam_t).(k_i / Gam_i), strictly lower, packed by sub-chunk (PackedA).
   float A[PrepTraits::kAPacked];
   union {
     struct {
-      uint16_t col[2][kChunk][PrepTraits::kHStride];             // k_i exp(r_J - G_i), hi and lo
-      uint16_t krow[2][PrepTraits::kSub][PrepTraits::kHStride];  // k_t exp(G_t - r_J)
-      uint16_t qrow[2][PrepTraits::kSub][PrepTraits::kHStride];  // q_t exp(G_t - r_J)
+      uint16_t col[2][kChunk][PrepTraits::kHStride];             // k_i exp(r_P - G_i), hi and lo
+      uint16_t krow[2][PrepTraits::kSub][PrepTraits::kHStride];  // k_t exp(G_t - r_P)
+      uint16_t qrow[2][PrepTraits::kSub][PrepTraits::kHStride];  // q_t exp(G_t - r_P)
     } f[2];                                                      // K halves
     struct {
       float tinv[kChunk][PrepTraits::kTStride];  // (I + A)^-1, FP32
@@ -111,6 +113,17 @@ __device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
   return sm.A[PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
               (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col];
 }
+
+// Tinv' = Tinv diag(beta) split, in the A buffer once A is dead: plane (hi, lo) x the 10 blocks
+// (mt, ks <= mt) of its block-lower triangle, 16 x 16 each, rows of two 16-byte pieces (exactly
+// the buffer's 10 KB). The piece index is XORed with bit 2 of the row so that the 8 rows of an
+// ldmatrix tile (32 bytes apart) fall in 8 different bank groups.
+__device__ __forceinline__ uint16_t* TinvBPiece(PrepSmem& sm, int plane, int mt, int ks, int r,
+                                                int q) {
+  const int block = plane * 10 + mt * (mt + 1) / 2 + ks;
+  return reinterpret_cast<uint16_t*>(sm.A) + (block * 16 + r) * 16 + 8 * (q ^ ((r >> 2) & 1));
+}
+static_assert(sizeof(PrepSmem::A) == 2 * 10 * 16 * 16 * 2, "Tinv' blocks fill the A buffer");
 
 template <int kRows>
 struct StateTraits {
@@ -169,8 +182,21 @@ __device__ __forceinline__ int64_t TokenBase(const ChunkCtx& c, int t) {
   return ((c.t0 + t) * c.a->s.H + c.h) * kDim;
 }
 
+// The preparation keeps its log-gates and their sums in log2 units (lower_bound log2(e) passed to
+// UnpackToken: the same multiply), so each decay factor 2^(G_a - G_b) is one MUFU.EX2 without
+// DecayExp's multiply by log2(e): ~45 k fewer multiplies per chunk. The cumulative sums' rounding
+// is relative, so the decays keep their accuracy.
+__device__ __forceinline__ float Decay2(float x) { return Ex2Ftz(x); }
+
 __device__ __forceinline__ float Kh(const PrepSmem& sm, int t, int k) {
   return Bf16(sm.k[t][k]) * sm.rk[t];
+}
+
+// The staged V's 16-byte piece p (channels 8 p .. 8 p + 7) of token t: pieces swizzled by token,
+// so that the 8 rows of an ldmatrix.trans tile (8 consecutive tokens, one piece) fall in 8
+// different bank groups (unswizzled, the 256-byte rows put all 8 in one: 8-way conflicts).
+__device__ __forceinline__ uint16_t* VPiece(uint16_t* vs, int t, int p) {
+  return vs + t * kDim + 8 * (p ^ (t & 7));
 }
 
 // SplitPair with one paired conversion per half (bitwise the same values). The packed hi pair is
@@ -217,10 +243,11 @@ __device__ __forceinline__ void HalfFactorTile(const uint16_t* row, const uint16
 }
 
 // A (into shared memory) and M (into the record) for the rows of sub-chunk J, columns
-// 0 .. 16 J + 15, with the decay reference r_J = G[16 J]; M is zero right of that. One element
-// pass builds the column factors and both row factors (keys for A, queries for M; the row decay
-// computed once for both) of both K halves, then every warp takes up to two of the 4 (J + 1)
-// tiles (A or M, 8 columns): two barriers per sub-chunk, and the early sub-chunks idle fewer warps.
+// 0 .. 16 J + 15, with the decay reference r_P = G[32 (J / 2) + 16]; M is zero right of that. One
+// element pass builds the column factors (the pair's first sub-chunk only) and both row factors
+// (keys for A, queries for M; the row decay computed once for both) of both K halves, then every
+// warp takes up to two of the 4 (J + 1) tiles (A or M, 8 columns): two barriers per sub-chunk, and
+// the early sub-chunks idle fewer warps.
 template <int kThreads>
 __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, int J,
                                                  uint16_t* m_hi, uint16_t* m_lo) {
@@ -233,6 +260,14 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
   constexpr int kSlots = (4 * Tr::kSubs + Th::kWarps - 1) / Th::kWarps;  // tiles per warp
   static_assert(kSlots * Th::kWarps >= 4 * Tr::kSubs, "every tile of the last sub-chunk taken");
   const int r0 = J * Tr::kSub, cols = r0 + Tr::kSub;
+  // Decay reference: G at the middle of J's 32-token pair. The rows of the pair's first
+  // sub-chunk lie at most 16 tokens before it (factors <= e^80), every column at most 15 after
+  // it (<= e^75), and the products kept (i <= t) are <= 1; right of the diagonal no tile reaches a
+  // column more than 15 tokens past the reference, so no product overflows either. The column
+  // factors (the pair's 32 (P + 1) columns) are built once per pair, by its first sub-chunk:
+  // 96 rows per chunk where a reference per sub-chunk needed 160.
+  const int ref = (J / 2) * 2 * Tr::kSub + Tr::kSub;
+  const int col_rows = (J & 1) ? 0 : r0 + 2 * Tr::kSub;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
   const int p2 = 2 * (tid % kPairs);  // the thread's channel pair within a half (fixed)
@@ -251,22 +286,22 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int kc = h * Tr::kHalf + p2;
-    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[r0][kc]);
+    const float2 gr = *reinterpret_cast<const float2*>(&sm.G[ref][kc]);
 #pragma unroll 4
-    for (int i = tid / kPairs; i < cols; i += kRowStep) {
+    for (int i = tid / kPairs; i < col_rows; i += kRowStep) {
       const float2 gi = *reinterpret_cast<const float2*>(&sm.G[i][kc]);
       const uint32_t kk = *reinterpret_cast<const uint32_t*>(&sm.k[i][kc]);
       const float rk = sm.rk[i];
       StorePair(&sm.u.f[h].col[0][0][0], &sm.u.f[h].col[1][0][0], i * kS, p2,
-                (Bf16(kk & 0xffff) * rk) * DecayExp(gr.x - gi.x),
-                (Bf16(kk >> 16) * rk) * DecayExp(gr.y - gi.y));
+                (Bf16(kk & 0xffff) * rk) * Decay2(gr.x - gi.x),
+                (Bf16(kk >> 16) * rk) * Decay2(gr.y - gi.y));
     }
 #pragma unroll
     for (int it = 0; it < kRowIters; ++it) {
       const int r = tid / kPairs + it * kRowStep, t = r0 + r;
       if (kRowIters * kRowStep == Tr::kSub || r < Tr::kSub) {
         const float2 gt = *reinterpret_cast<const float2*>(&sm.G[t][kc]);
-        const float f0 = DecayExp(gt.x - gr.x), f1 = DecayExp(gt.y - gr.y);
+        const float f0 = Decay2(gt.x - gr.x), f1 = Decay2(gt.y - gr.y);
         StorePair(&sm.u.f[h].krow[0][0][0], &sm.u.f[h].krow[1][0][0], r * kS, p2,
                   Kh(sm, t, kc) * f0, Kh(sm, t, kc + 1) * f1);
         StorePair(&sm.u.f[h].qrow[0][0][0], &sm.u.f[h].qrow[1][0][0], r * kS, p2,
@@ -360,6 +395,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float rqv[kTokPerWarp];
   {
     const float exp_a = expf(a.A_log[h]);
+    const float lb2 = a.s.lower_bound * 1.44269504088896341f;  // log2-gates
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
     constexpr int kBatch = kTokPerWarp;  // tokens whose loads are in flight together: all
@@ -383,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (t < c.len) {
           const RawToken& r = raw[i];
           kraw = r.k;
-          const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
+          const TokenLane tl = UnpackToken<true>(r, db, exp_a, lb2);
 #pragma unroll
           for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
           qraw[i0 + i] = r.q;
@@ -391,7 +427,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           if (lane == 0) {
             sm.rq[t] = tl.rq;
             sm.rk[t] = tl.rk;
-            sm.bt[t] = SigmoidF(r.beta);
+            sm.bt[t] = GateSigmoid(r.beta);
           }
         } else {
           qraw[i0 + i] = make_uint2(0u, 0u);
@@ -433,10 +469,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (Th::kTokPerWarp * Th::kWarps != kChunk && t >= kChunk) break;
       const float4 gg = *reinterpret_cast<const float4*>(&sm.G[t][4 * lane]);
       uint2 hi, lo;
-      PrepSplitPair(Bf16(qraw[i].x & 0xffff) * rqv[i] * DecayExp(gg.x),
-                    Bf16(qraw[i].x >> 16) * rqv[i] * DecayExp(gg.y), &hi.x, &lo.x);
-      PrepSplitPair(Bf16(qraw[i].y & 0xffff) * rqv[i] * DecayExp(gg.z),
-                    Bf16(qraw[i].y >> 16) * rqv[i] * DecayExp(gg.w), &hi.y, &lo.y);
+      PrepSplitPair(Bf16(qraw[i].x & 0xffff) * rqv[i] * Decay2(gg.x),
+                    Bf16(qraw[i].x >> 16) * rqv[i] * Decay2(gg.y), &hi.x, &lo.x);
+      PrepSplitPair(Bf16(qraw[i].y & 0xffff) * rqv[i] * Decay2(gg.z),
+                    Bf16(qraw[i].y >> 16) * rqv[i] * Decay2(gg.w), &hi.y, &lo.y);
       *reinterpret_cast<uint2*>(qg + t * kDim + 4 * lane) = hi;
       *reinterpret_cast<uint2*>(q_lo + t * kDim + 4 * lane) = lo;
     }
@@ -448,9 +484,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll 8
     for (int t0 = tid / kDim; t0 < kChunk; t0 += kThreads / kDim) {
       const int t = (t0 + rot) % kChunk;
-      sm.u.kdt[k][t] = Kh(sm, t, k) * DecayExp(gl - sm.G[t][k]);
+      sm.u.kdt[k][t] = Kh(sm, t, k) * Decay2(gl - sm.G[t][k]);
     }
-    if (tid < kDim) gamc[tid] = DecayExp(sm.G[kChunk - 1][tid]);
+    if (tid < kDim) gamc[tid] = Decay2(sm.G[kChunk - 1][tid]);
     __syncthreads();
     uint16_t* kd = reinterpret_cast<uint16_t*>(kdt);
     for (int e = tid; e < kDim * kChunk / 2; e += kThreads) {
@@ -468,9 +504,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   // thread), then block rows Tinv[J, <J] = -Tinv[J, J] (A[J, <J] Tinv[<J, <J]).
   uint16_t* vs =
       reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(&sm.u) + Tr::kVStageOffset);
+  // Padding tokens get zeros: their Tinv' columns are zero, and 0 x NaN would not be.
   for (int e = tid; e < kChunk * kDim / 8; e += kThreads) {
     const int t = e / (kDim / 8), p = e % (kDim / 8);
-    if (t < c.len) CpAsync16(vs + t * kDim + 8 * p, a.v + TokenBase(c, t) + 8 * p);
+    if (t < c.len) {
+      CpAsync16(VPiece(vs, t, p), a.v + TokenBase(c, t) + 8 * p);
+    } else {
+      *reinterpret_cast<uint4*>(VPiece(vs, t, p)) = make_uint4(0u, 0u, 0u, 0u);
+    }
   }
   CpAsyncCommit();
   {
@@ -523,59 +564,54 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
       __syncthreads();
     }
-    // Split Tinv into the A buffer (A is dead).
+    // Split Tinv (for W), and Tinv' = Tinv diag(beta) (for Uv: V enters as the BF16 it is) into
+    // the dead A buffer, packed by 16 x 16 block (TinvBPiece). W keeps Tinv itself: its exact unit
+    // diagonal would become beta_t's BF16x2 split in Tinv' (W's error 2.4e-6 -> 5.5e-6 rel-L2 in
+    // the host emulator, kda_prep_records_acc_emu.cc).
     for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
-      StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j,
-                sm.u.s.tinv[t][j], sm.u.s.tinv[t][j + 1]);
+      const float x0 = sm.u.s.tinv[t][j], x1 = sm.u.s.tinv[t][j + 1];
+      StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j, x0, x1);
+      const int mt = t / 16, ks = j / 16;
+      if (ks <= mt) {
+        uint32_t hi, lo;
+        PrepSplitPair(x0 * sm.bt[j], x1 * sm.bt[j + 1], &hi, &lo);
+        *reinterpret_cast<uint32_t*>(TinvBPiece(sm, 0, mt, ks, t % 16, (j % 16) / 8) + j % 8) = hi;
+        *reinterpret_cast<uint32_t*>(TinvBPiece(sm, 1, mt, ks, t % 16, (j % 16) / 8) + j % 8) = lo;
+      }
     }
     CpAsyncWait<0>();  // V staged
     __syncthreads();
   }
 
-  // W | Uv = Tinv [beta K Gam | beta V], 64 columns at a time, BF16x3. Tinv is lower triangular,
-  // so token tile mt needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token
-  // tiles (3 - p, p), p in {0, 1}: 5 k-steps either way, so all items cost the same; the old
-  // mapping (one warp per token tile and 32 columns) made the slowest warp take 16 k-step units
-  // of 4 tiles, this one 10. kNt = 2 for 8 warps (8 items, as many accumulators as before);
-  // 1 for 12 warps (16 items, half the accumulators: the 80-register budget).
+  // W = Tinv (beta K Gam), 64 columns at a time, BF16x3. Tinv is lower triangular, so token tile mt
+  // needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token tiles (3 - p, p),
+  // p in {0, 1}: 5 k-steps either way, so all items cost the same; the old mapping (one warp per
+  // token tile and 32 columns) made the slowest warp take 16 k-step units of 4 tiles, this one
+  // 10. kNt = 2 for 8 warps (8 items, as many accumulators as before); 1 for 12 warps (16 items,
+  // half the accumulators: the 80-register budget).
+  const int g = lane >> 2, tq = lane & 3;
   {
-    const int g = lane >> 2, tq = lane & 3;
     uint16_t* w_lo = negw + kChunk * kDim;
     constexpr int kNt = Th::kWarps >= 12 ? 1 : 2;
     constexpr int kItems = 2 * (kChunk / 8) / kNt;
 #pragma unroll 1
-    for (int cb = 0; cb < 2 * kDim / kChunk; ++cb) {
-      // kThreads = (kThreads / 64) token pairs x 64 columns; the K and V blocks as separate loops.
-      // The stores are transposed (row cl, 36 words apart): with one token pair per warp, lanes
-      // 8 apart hit the same bank (4-way conflicts; ncu: 55% of the kernel's excess shared
-      // wavefronts). Each group of 8 lanes starts at a different pair (rot) instead, so the 32
-      // lanes cover the 32 banks; G and k are still read conflict-free (banks follow col).
+    for (int cb = 0; cb < kDim / kChunk; ++cb) {
+      // kThreads = (kThreads / 64) token pairs x 64 columns. The stores are transposed (row cl,
+      // 36 words apart): with one token pair per warp, lanes 8 apart hit the same bank (4-way
+      // conflicts; ncu: 55% of the kernel's excess shared wavefronts). Each group of 8 lanes
+      // starts at a different pair (rot) instead, so the 32 lanes cover the 32 banks; G and k are
+      // still read conflict-free (banks follow col).
       constexpr int kPairsPerPass = kThreads / kChunk;
       constexpr int kIters = kChunk / (2 * kPairsPerPass);
       const int cl = tid % kChunk, col = cb * kChunk + cl;
       const int rot = (cl >> 3) & 3;
-      // The first token of the pair this thread stores in pass it.
-      auto pair_token = [&](int it) {
-        return 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
-      };
-      if (col < kDim) {
 #pragma unroll
-        for (int it = 0; it < kIters; ++it) {
-          const int j = pair_token(it);
-          const float x0 = sm.bt[j] * (Kh(sm, j, col) * DecayExp(sm.G[j][col]));
-          const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * DecayExp(sm.G[j + 1][col]));
-          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
-        }
-      } else {
-#pragma unroll
-        for (int it = 0; it < kIters; ++it) {
-          const int j = pair_token(it);
-          const float x0 = j < c.len ? sm.bt[j] * Bf16(vs[j * kDim + col - kDim]) : 0.f;
-          const float x1 =
-              j + 1 < c.len ? sm.bt[j + 1] * Bf16(vs[(j + 1) * kDim + col - kDim]) : 0.f;
-          StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
-        }
+      for (int it = 0; it < kIters; ++it) {
+        const int j = 2 * ((tid / kChunk + kPairsPerPass * it + rot) % (kChunk / 2));
+        const float x0 = sm.bt[j] * (Kh(sm, j, col) * Decay2(sm.G[j][col]));
+        const float x1 = sm.bt[j + 1] * (Kh(sm, j + 1, col) * Decay2(sm.G[j + 1][col]));
+        StorePair(&sm.u.w.rhs[0][0][0], &sm.u.w.rhs[1][0][0], cl * Tr::kTStride, j, x0, x1);
       }
       __syncthreads();
 #pragma unroll 1
@@ -621,16 +657,71 @@ __global__ void __launch_bounds__(kThreads, 2)
               const int t = mt * 16 + g + 8 * hh;
               const float x0 = x[0][2 * hh] + (x[1][2 * hh] + x[2][2 * hh]);
               const float x1 = x[0][2 * hh + 1] + (x[1][2 * hh + 1] + x[2][2 * hh + 1]);
-              if (col < kDim) {
-                StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
-              } else {
-                *reinterpret_cast<float2*>(uv + t * kDim + col - kDim) = make_float2(x0, x1);
-              }
+              StorePair(negw, w_lo, t * kDim, col, -x0, -x1);
             }
           }
         }
       }
-      __syncthreads();  // before the next block overwrites the right-hand side
+      // Before the next block overwrites the right-hand side; Uv below reads neither it nor
+      // anything the W items write.
+      if (cb + 1 < kDim / kChunk) __syncthreads();
+    }
+  }
+
+  // Uv = Tinv' V. V's values are exact in BF16, so two products (Tinv' hi and lo) instead of
+  // three, with the B fragments straight from the staged V by ldmatrix.trans: no right-hand side
+  // build and no barrier. An item: the token tiles (3 - p, p) and 16 columns (two n-tiles), 16
+  // items of 5 k-steps each.
+  {
+    constexpr int kVItems = 2 * (kDim / 16);
+    auto piece = [vs](int t, int j) -> const uint16_t* { return VPiece(vs, t, j); };
+#pragma unroll 1
+    for (int item = warp; item < kVItems; item += Th::kWarps) {
+      const int lo_mt = item & 1, hi_mt = 3 - lo_mt, n0 = (item >> 1) * 16;
+      float acc[2][2][2][4];  // [token tile: hi, lo][n-tile][Tinv' hi, lo][fragment]
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[m][n][0][i] = acc[m][n][1][i] = 0.f;
+        }
+      }
+      for (int ks = 0; ks <= hi_mt; ++ks) {
+        uint32_t b[2][2], ah[4], al[4];
+        LdmBT4(piece, ks * 16, n0, b[0], b[1]);
+        LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, hi_mt, ks, r, q); }, ah);
+        LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, hi_mt, ks, r, q); }, al);
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          Mma(acc[0][n][0], ah, b[n]);
+          Mma(acc[0][n][1], al, b[n]);
+        }
+        if (ks <= lo_mt) {
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, lo_mt, ks, r, q); }, ah);
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, lo_mt, ks, r, q); }, al);
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            Mma(acc[1][n][0], ah, b[n]);
+            Mma(acc[1][n][1], al, b[n]);
+          }
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const int mt = m ? lo_mt : hi_mt;
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          const int col = n0 + 8 * n + 2 * tq;
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int t = mt * 16 + g + 8 * hh;
+            *reinterpret_cast<float2*>(uv + t * kDim + col) =
+                make_float2(acc[m][n][0][2 * hh] + acc[m][n][1][2 * hh],
+                            acc[m][n][0][2 * hh + 1] + acc[m][n][1][2 * hh + 1]);
+          }
+        }
+      }
     }
   }
 }

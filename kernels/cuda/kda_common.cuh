@@ -100,6 +100,55 @@ __device__ __forceinline__ float WarpSum(float x) {
 
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// The SFU's exp2, reciprocal and reciprocal square root, denormals flushed. Under the host
+// emulator (tools/emu, CAKEGRAD_KDA_HOST_EMU) each carries a deterministic error of up to its PTX
+// bound (ex2 2 ulp, rcp 1 ulp, rsqrt 2 ulp), so the emulation is no more accurate than the device.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+inline float EmuUlps(float y, float x, int max_ulps) {
+  if (std::fpclassify(y) == FP_SUBNORMAL) return 0.f;
+  if (!std::isfinite(y) || y == 0.f) return y;
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  const int ulps = static_cast<int>(((b * 2654435761u) >> 24) % (2 * max_ulps + 1)) - max_ulps;
+  for (int i = 0; i < (ulps < 0 ? -ulps : ulps); ++i) y = std::nextafter(y, ulps < 0 ? 0.f : 1e38f);
+  return y;
+}
+inline float Ex2Ftz(float x) { return EmuUlps(std::exp2(x), x, 2); }
+inline float RcpFtz(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL) x = std::copysign(0.f, x);
+  return EmuUlps(1.0f / x, x, 1);
+}
+inline float RsqrtFtz(float x) {
+  return EmuUlps(static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))), x, 2);
+}
+#else
+// 2^x: one MUFU.EX2 (~2 ulp); a decay factor below 2^-126 contributes nothing that FP32
+// accumulation of O(1) terms could keep.
+__device__ __forceinline__ float Ex2Ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float RcpFtz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float RsqrtFtz(float x) {
+  float y;
+  asm("rsqrt.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
+
+// sigmoid(x) on the SFU: 4 instructions where expf's accurate path and the IEEE division take
+// ~25 (the chunked preparation is issue-bound; its token prologue was a fifth of its
+// instructions). Error: the exponent's rounding (|x| 2^-24 relative) plus ~3 ulp. For very
+// negative x the exponential overflows to inf and the reciprocal gives 0.
+__device__ __forceinline__ float GateSigmoid(float x) {
+  return RcpFtz(1.0f + Ex2Ftz(x * -1.44269504088896341f));
+}
+
 // One token of one head is prepared by one full warp: lane l owns k = 4l .. 4l+3. The raw
 // loads are split from the arithmetic so a warp can have several tokens' loads in flight.
 struct RawToken {
@@ -129,6 +178,10 @@ struct TokenLane {
   float rq, rk;
 };
 
+// kFast: the chunked kernels' version (the preparation and the chunked backward's per-chunk
+// pass, which must agree bit for bit), with the SFU sigmoid and reciprocal square root; the
+// sequential kernels keep the accurate one.
+template <bool kFast = false>
 __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float db[4], float exp_a,
                                                  float lower_bound) {
   TokenLane t;
@@ -147,10 +200,16 @@ __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float 
   for (int i = 0; i < 4; ++i) {
     sq = fmaf(t.qf[i], t.qf[i], sq);
     sk = fmaf(t.kf[i], t.kf[i], sk);
-    t.gl[i] = lower_bound * SigmoidF(exp_a * (gf[i] + db[i]));
+    const float z = exp_a * (gf[i] + db[i]);
+    t.gl[i] = lower_bound * (kFast ? GateSigmoid(z) : SigmoidF(z));
   }
-  t.rq = 1.0f / sqrtf(WarpSum(sq) + 1e-6f);
-  t.rk = 1.0f / sqrtf(WarpSum(sk) + 1e-6f);
+  if constexpr (kFast) {
+    t.rq = RsqrtFtz(WarpSum(sq) + 1e-6f);
+    t.rk = RsqrtFtz(WarpSum(sk) + 1e-6f);
+  } else {
+    t.rq = 1.0f / sqrtf(WarpSum(sq) + 1e-6f);
+    t.rk = 1.0f / sqrtf(WarpSum(sk) + 1e-6f);
+  }
   return t;
 }
 

@@ -43,26 +43,8 @@ __device__ __forceinline__ void SplitPair(float x0, float x1, uint32_t* hi, uint
 }
 
 #ifdef CAKEGRAD_KDA_HOST_EMU
-// exp2 with an error of up to 2 ulp, a deterministic function of x (exp2f's documented bound for
-// MUFU.EX2): the emulation should not be more accurate than the device.
-inline float Ex2Ftz(float x) {
-  float y = std::exp2(x);
-  if (std::fpclassify(y) == FP_SUBNORMAL) return 0.f;
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  const int ulps = static_cast<int>(((b * 2654435761u) >> 24) % 5) - 2;
-  for (int i = 0; i < (ulps < 0 ? -ulps : ulps); ++i) y = std::nextafter(y, ulps < 0 ? 0.f : 1e38f);
-  return y;
-}
 inline void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { EmuMma(d, a, b); }
 #else
-// 2^x, denormal results flushed to zero (a decay factor below 2^-126 contributes nothing that
-// FP32 accumulation of O(1) terms could keep). One MUFU.EX2, ~2 ulp.
-__device__ __forceinline__ float Ex2Ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 // D += A B, m16n8k16, BF16 operands, FP32 accumulators.
 __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -137,6 +119,62 @@ __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* l
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(bh[0]), "=r"(bh[1]), "=r"(bl[0]), "=r"(bl[1])
+               : "r"(s));
+}
+#endif
+
+// LdmA for a 16 x 16 A tile stored in pieces: piece(r, q) is the 16-byte piece holding row r,
+// columns 8 q .. 8 q + 7, so that the caller may pack and swizzle its tiles. Same registers as
+// LdmA (LoadA's layout).
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    const uint16_t* p = piece(g + 8 * (i & 1), i >> 1) + 2 * q;
+    a[i] = uint32_t(p[0]) | (uint32_t(p[1]) << 16);
+  }
+}
+#else
+template <class Piece>
+__device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31;
+  const uint16_t* p = piece(lane & 15, lane >> 4);
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(s));
+}
+#endif
+
+// B fragments (16 x 8) of two n-tiles of a row-major BF16 B[k][n] (B itself, not its transpose),
+// at k0 and columns n0 .. n0 + 15: b0 for n0, b1 for n0 + 8, LoadB's layout (lane (g, q) holds
+// B[k0 + 2 q, + 1][n + g] and B[k0 + 2 q + 8, + 9][n + g]). piece(k, j) is the 16-byte row piece
+// holding B[k][8 j .. 8 j + 7], so that the caller may swizzle its rows. ldmatrix.x4.trans: one
+// instruction, the same 16-byte alignment rules as LdmA.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmBT4(Piece piece, int k0, int n0, uint32_t (&b0)[2],
+                                       uint32_t (&b1)[2]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  auto at = [&](int k, int n) { return uint32_t(piece(k, n / 8)[n % 8]); };
+  for (int h = 0; h < 2; ++h) {
+    const int k = k0 + 8 * h + 2 * q;
+    b0[h] = at(k, n0 + g) | (at(k + 1, n0 + g) << 16);
+    b1[h] = at(k, n0 + 8 + g) | (at(k + 1, n0 + 8 + g) << 16);
+  }
+}
+#else
+// Matrices: k rows 0-7 / 8-15 at n0 (b0[0], b0[1]), then at n0 + 8 (b1[0], b1[1]); transposed,
+// lane (g, q) receives rows 2 q, 2 q + 1 of column g of each.
+template <class Piece>
+__device__ __forceinline__ void LdmBT4(Piece piece, int k0, int n0, uint32_t (&b0)[2],
+                                       uint32_t (&b1)[2]) {
+  const int lane = threadIdx.x & 31;
+  const uint16_t* p = piece(k0 + (lane & 15), n0 / 8 + (lane >> 4));
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
                : "r"(s));
 }
 #endif
