@@ -337,8 +337,9 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U every
 //     CTA also sums z_0..3 and sq of all 32 tokens, for pre. Without U two warps sum the 2 own
 //     tokens and write m and r at once while the others sum the next stage's CTA partials.
-//   - With kWithU, 4 more warps of each CTA write U for its channels from the X still in shared
-//     memory, while the 8 MMA warps go on with the next stage.
+//   - With kWithU, 4 more warps of each CTA compute pre of the stage's 32 tokens from the CTA's
+//     cluster sums and write U for its channels from the X still in shared memory, while the 8
+//     MMA warps go on with the next stage.
 // The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
 // so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
@@ -353,7 +354,9 @@ __global__ void __launch_bounds__(kStreamThreads)
 // at T = 16384); without U the own-token sums in two own warps from token-major CTA partials
 // (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096); with U, U
 // written by 4 warps of its own (helper mhc12: prepare 0.307 -> 0.287 ms at T = 16384, 0.097 ->
-// 0.092 at T = 4096).
+// 0.092 at T = 4096); with U, the release arrive by the last MMA warp and pre computed by the U
+// warps, so that no MMA warp does more than multiply and sum between its block barriers (helper
+// mhc14, from an ncu profile: prepare 0.289 -> 0.242 ms at T = 16384, 0.093 -> 0.079 at 4096).
 template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
@@ -380,21 +383,27 @@ struct FwdClusterTraits {
   static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
   static constexpr int kOwnTok = kStageTok / kCtas;
   static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
+  // With U: the second parity of zs_all (5 kStageTok) and the U warps' pre (4 kStageTok).
+  static constexpr int kUFloats = 9 * kStageTok;
   static constexpr int kSmemBytes =
-      kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + 8 * kStageTok) * 4;
+      kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + kUFloats) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
   // Without U: warps that sum the CTA's own tokens over the cluster, kOwnTok / kOwnWarps tokens
   // each with lane v holding value v; the other warps sum the next stage's CTA partials. Two
   // (one token each) measured faster than one (H200, T = 16384: 0.187 vs 0.194 ms), though the
   // 192 other threads then need two passes for 8 of the CTA sums' 200 items.
   static constexpr int kOwnWarps = 2;
-  // With U: warps that only write U, beside the kWarps that multiply and sum. U of stage s then
-  // runs while the other warps multiply stage s + 1 and sum stage s + 1 over the cluster, rather
-  // than between their block barriers; its inputs (pre of the stage, the X slice) stay in shared
-  // memory until it is written. 384 threads cap the kernel at 168 registers (main's U pass in
-  // the MMA warps took 200); it fits with a 4-byte spill. Two U warps (320 threads) were slower
-  // than none (H200, T = 16384: prepare 0.335 vs 0.307 ms): they wrote U too slowly, and the X
-  // buffer of a stage is refilled only after its U.
+  // With U: warps that only compute pre and write U, beside the kWarps that multiply and sum.
+  // U of stage s then runs while the other warps multiply stage s + 1 and sum stage s + 1 over
+  // the cluster, rather than between their block barriers; its inputs (the cluster sums of
+  // z_0..3 and sq, the X slice) stay in shared memory until it is written. 384 threads cap the
+  // kernel at 168 registers (a U pass in the MMA warps took 200); it fits with a 4-byte spill.
+  // Two U warps (320 threads) were slower than none (H200, T = 16384: prepare 0.335 vs 0.307
+  // ms): they wrote U too slowly, and the X buffer of a stage is refilled only after its U.
+  // pre was warp 0's until helper mhc14: ncu (T = 16384) showed the U warps waiting for it 55-65%
+  // of their time and the MMA warps waiting a quarter of theirs at the block barrier after the
+  // MMAs for warp 0, which came to them late by its coefficient step (and, releasing, by its
+  // fence). Moving pre here: 0.267 -> 0.242 ms (the release by warp 7 alone: 0.289 -> 0.267).
   static constexpr int kUWarps = 4;
   static constexpr int kUThreads = 32 * kUWarps;
   static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
@@ -408,7 +417,7 @@ struct FwdClusterTraits {
   static_assert(kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
   static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per cluster sum");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one CTA");
-  static_assert(kStageTok * kStreamChunks % kUThreads == 0, "U items divide over the U warps");
+  static_assert(kUThreads % kStreamChunks == 0, "a U thread keeps its channel chunk");
   static_assert(kStreamChunks == 32, "a U warp writes one token's slice a step");
 };
 
@@ -423,49 +432,89 @@ __device__ __forceinline__ void MbarArrive(uint64_t* bar) {
 // The U warps of the with-U cluster kernel (utid: thread index among them). They take part in
 // every cluster barrier phase (the barrier counts all threads) but publish nothing through it:
 // each arrives for phase s + 1 as soon as phase s completes, so it never holds the other warps
-// back. Per stage they wait for pre (pre_full, to which each lane of warp 0 arrives after its
-// coefficient step), write U from the X slice, then hand pre's buffer back (pre_empty, every U
-// thread arriving) and refill the X buffer with stage s + kStages. Every writer and reader
-// arrives itself: with one arrival after a warp or named barrier the ordering is the same, but
-// racecheck then reported hazards on pre_s (bar.arrive / bar.sync hand-overs too).
-// The same products in the same a-order as before: the same bits.
+// back. Per stage they wait for the cluster sums of z_0..3 and sq (zs_full, to which each MMA
+// thread that wrote one arrives), compute pre from them (the coefficient step main ran in warp 0,
+// the same expression: the same bits), hand the sums back (zs_empty), write U from the X slice
+// and refill the X buffer with stage s + kStages. Every writer and reader arrives itself: with
+// one arrival after a warp or named barrier the ordering is the same, but racecheck then reported
+// hazards (bar.arrive / bar.sync hand-overs too).
+// The same products in the same a-order as before: the same bits. (Reading X from global memory
+// (L2) instead, so that the MMA warps could refill the buffer right after its MMAs, was slower:
+// 0.348 vs 0.289 ms at T = 16384, H200, helper mhc14.)
 template <typename Tr>
 __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, uint64_t* full_bar,
-                          uint64_t* pre_full, uint64_t* pre_empty, const float* pre_s,
-                          uint16_t* __restrict__ U, int64_t T, int64_t cluster, int64_t nclusters,
-                          int64_t nstages, int64_t ch0, int utid) {
+                          uint64_t* zs_full, uint64_t* zs_empty, const float* zs0, const float* zs1,
+                          float* pre, uint16_t* __restrict__ U, int64_t T, int64_t cluster,
+                          int64_t nclusters, int64_t nstages, int64_t ch0,
+                          const float* __restrict__ scale, const float* __restrict__ base,
+                          float rms_eps, float hc_eps, int utid) {
   constexpr int64_t C = Tr::kC;
-  constexpr int kItems = Tr::kStageTok * Tr::kStreamChunks / Tr::kUThreads;
+  constexpr int kAll = Tr::kStageTok * Tr::kStreamChunks;  // U items of a stage
+  constexpr int kItems = (kAll + Tr::kUThreads - 1) / Tr::kUThreads;
   // Items loaded before any is used, so that their shared loads overlap (8 a batch measured no
   // faster, with named-barrier hand-overs).
   constexpr int kBatch = 4;
-  static_assert(kItems % kBatch == 0, "U items in whole batches");
+  constexpr int kSlots = (kItems + kBatch - 1) / kBatch * kBatch;
   const int c8 = utid % Tr::kStreamChunks;
+  // pre's inputs of this thread's (at most two) pre items, a = i / kStageTok, in registers.
+  const float scale0 = scale[0];
+  float bpre[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int i = utid + k * Tr::kUThreads;
+    bpre[k] = i < 4 * Tr::kStageTok ? base[i / Tr::kStageTok] : 0.0f;
+  }
   ClusterArriveRelaxed();
   for (int64_t s = 0; s < nstages; ++s) {
     ClusterWait();
     ClusterArriveRelaxed();
-    MbarWait(&pre_full[s & 1], static_cast<uint32_t>((s >> 1) & 1));
-    // Already complete (warp 0 saw it before pre); makes the tensor copy's data visible here.
+    {
+      MbarWait(&zs_full[s & 1], static_cast<uint32_t>((s >> 1) & 1));
+      const float* za = (s & 1) ? zs1 : zs0;
+      float zv[2], sqv[2];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int i = utid + k * Tr::kUThreads;  // pre item: a = i / kStageTok, token i % 32
+        if (i < 4 * Tr::kStageTok) {
+          zv[k] = za[i];
+          sqv[k] = za[4 * Tr::kStageTok + i % Tr::kStageTok];
+        }
+      }
+      MbarArrive(&zs_empty[s & 1]);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int i = utid + k * Tr::kUThreads;
+        if (i < 4 * Tr::kStageTok) {
+          const float r = RmsInv(sqv[k], C, rms_eps);
+          const float m = r * zv[k];
+          pre[i] = Sigmoid(fmaf(m, scale0, bpre[k])) + hc_eps;
+        }
+      }
+    }
+    NamedBarrierSync(2, Tr::kUThreads);  // pre of the stage written
+    // Already complete (the MMA warps saw it); makes the tensor copy's data visible here.
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
-    const float* pre = pre_s + (s & 1) * 4 * Tr::kStageTok;
 #pragma unroll
-    for (int b0 = 0; b0 < kItems; b0 += kBatch) {
+    for (int b0 = 0; b0 < kSlots; b0 += kBatch) {
       uint4 xr[kBatch][4];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        const int tok = (utid + (b0 + b) * Tr::kUThreads) / Tr::kStreamChunks;
-        const unsigned char* row = xs + tok * Tr::kRowBytes;
+        const int it = utid + (b0 + b) * Tr::kUThreads;
+        if (kAll % Tr::kUThreads == 0 || it < kAll) {
+          const unsigned char* row = xs + (it / Tr::kStreamChunks) * Tr::kRowBytes;
 #pragma unroll
-        for (int a = 0; a < 4; ++a) {
-          xr[b][a] = *reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8));
+          for (int a = 0; a < 4; ++a) {
+            xr[b][a] = *reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8));
+          }
         }
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        const int tok = (utid + (b0 + b) * Tr::kUThreads) / Tr::kStreamChunks;
+        const int it = utid + (b0 + b) * Tr::kUThreads;
+        if (kAll % Tr::kUThreads != 0 && it >= kAll) continue;
+        const int tok = it / Tr::kStreamChunks;
         const int64_t t = t0 + tok;
         float u[8], xf[8];
 #pragma unroll
@@ -478,8 +527,7 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
         if (t < T) __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
       }
     }
-    MbarArrive(&pre_empty[s & 1]);
-    NamedBarrierSync(2, Tr::kUThreads);  // the U warps are done with the X buffer
+    NamedBarrierSync(2, Tr::kUThreads);  // done with the X buffer and with pre
     if (utid == 0) {
       const int64_t sn = s + Tr::kStages;
       if (sn < nstages) {
@@ -504,14 +552,16 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   constexpr int64_t C = Tr::kC;
   constexpr int64_t K = 4 * C;
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t full_bar[Tr::kStages];      // stage landed, per buffer
-  __shared__ uint64_t pre_full[2], pre_empty[2];  // with U: pre_s of a parity written / used
-  unsigned char* xbuf = smem;                     // [kStages][kStageTok][kRowBytes]
+  __shared__ uint64_t full_bar[Tr::kStages];    // stage landed, per buffer
+  __shared__ uint64_t zs_full[2], zs_empty[2];  // with U: zs_all of a parity written / used
+  unsigned char* xbuf = smem;                   // [kStages][kStageTok][kRowBytes]
   float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
   float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
   // wpart holds the next stage's warp partials while this stage's cluster sums are used.
   float* zs = cpart + 2 * Tr::kCpartFloats;  // [kZsFloats]: see zs_all, zs_own
-  float* pre_s = zs + Tr::kZsFloats;         // [2][4][kStageTok], by stage parity
+  // With U, zs_all of odd stages ([5][kStageTok]; even stages' is at zs) and the U warps' pre.
+  float* zs1 = zs + Tr::kZsFloats;         // [5][kStageTok]
+  float* pre_u = zs1 + 5 * Tr::kStageTok;  // [4][kStageTok], written and read by the U warps
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -526,15 +576,15 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     if (tid == 0) {
       for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
       for (int p = 0; p < 2; ++p) {
-        MbarInit(&pre_full[p], 32);
-        MbarInit(&pre_empty[p], Tr::kUThreads);
+        MbarInit(&zs_full[p], 5 * Tr::kStageTok);
+        MbarInit(&zs_empty[p], Tr::kUThreads);
       }
       MbarInitFence();
     }
     __syncthreads();
     if (warp >= Tr::kWarps) {
-      FwdUWarps<Tr>(&xmap, xbuf, full_bar, pre_full, pre_empty, pre_s, U, T, cluster, nclusters,
-                    nstages, ch0, tid - Tr::kThreads);
+      FwdUWarps<Tr>(&xmap, xbuf, full_bar, zs_full, zs_empty, zs, zs1, pre_u, U, T, cluster,
+                    nclusters, nstages, ch0, scale, base, rms_eps, hc_eps, tid - Tr::kThreads);
       return;
     }
   }
@@ -583,11 +633,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes), &xmap, static_cast<int>(ch0),
               static_cast<int>(4 * t0), SmemAddr(&full_bar[b]));
   };
-  // pre's inputs, in registers for the whole kernel.
-  const float scale0 = scale[0];
-  float bpre[4];
-#pragma unroll
-  for (int a = 0; a < 4; ++a) bpre[a] = base[a];
   const uint32_t cpart_s = SmemAddr(cpart);
 
   float own[Tr::kNTiles][7];
@@ -698,8 +743,8 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       }
     }
   };
-  // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre), z_4..23
-  // of this CTA's tokens.
+  // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre: into the
+  // stage parity's zs_all, handed to the U warps through zs_full), z_4..23 of this CTA's tokens.
   auto cluster_sum = [&](int64_t s, int idx) {
     // Thread idx sums into zs[idx] (zs_all, then zs_own order).
     int v = -1, tok = 0;
@@ -721,15 +766,23 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       float sum = p[0];
 #pragma unroll
       for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
-      zs[idx] = sum;
+      if (idx < 5 * Tr::kStageTok) {
+        // zs_all of this parity was last read by the U warps for stage s - 2.
+        if (s >= 2) MbarWait(&zs_empty[s & 1], static_cast<uint32_t>(((s >> 1) - 1) & 1));
+        ((s & 1) ? zs1 : zs)[idx] = sum;
+        MbarArrive(&zs_full[s & 1]);
+      } else {
+        zs[idx] = sum;
+      }
     }
   };
   // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
   auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
   auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
-  // z_v (v < 24) or sq (v = 24) of own token i.
-  auto own_val = [&](int v, int i) {
-    return v < 4 || v == kLogits ? zs[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
+  // z_v (v < 24) or sq (v = 24) of own token i of stage s.
+  auto own_val = [&](int64_t s, int v, int i) {
+    const float* za = (s & 1) ? zs1 : zs;
+    return v < 4 || v == kLogits ? za[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
   };
   // Without U: own warp w's sums of stage s, the same rank-order sums as cluster_sum's (the same
   // bits), and m = r z and r of its tokens to stats. No coefficient step and no zs round trip,
@@ -760,28 +813,17 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     }
   };
   // With U: m and r of this CTA's tokens of stage s, and pre of all its tokens.
+  // With U: m and r of this CTA's tokens of stage s, warps 0 and 1 (pre is the U warps').
   auto coefficients = [&](int64_t s) {
     if (!kWithU) return;
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-    if (tid < Tr::kStageTok) {
-      // pre_s of this parity was last read by the U warps for stage s - 2.
-      if (s >= 2) MbarWait(&pre_empty[s & 1], static_cast<uint32_t>(((s >> 1) - 1) & 1));
-      float* pre = pre_s + (s & 1) * 4 * Tr::kStageTok;
-      const float r = RmsInv(zs[zs_all(kLogits, tid)], C, rms_eps);
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        const float m = r * zs[zs_all(a, tid)];
-        pre[a * Tr::kStageTok + tid] = Sigmoid(fmaf(m, scale0, bpre[a])) + hc_eps;
-      }
-      MbarArrive(&pre_full[s & 1]);
-    } else if (tid >= 32 && tid < 32 + Tr::kVals * Tr::kOwnTok) {
-      const int i = tid - 32;
-      const int own = i / Tr::kVals, v = i % Tr::kVals;
+    if (tid < Tr::kVals * Tr::kOwnTok) {
+      const int own = tid / Tr::kVals, v = tid % Tr::kVals;
       const int tok = rank * Tr::kOwnTok + own;
       const int64_t t = t0 + tok;
       if (t < T) {
-        const float r = RmsInv(own_val(kLogits, own), C, rms_eps);
-        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(v, own) : r;
+        const float r = RmsInv(own_val(s, kLogits, own), C, rms_eps);
+        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(s, v, own) : r;
       }
     }
   };
@@ -796,10 +838,12 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   // without U, once stage s's MMAs are done, which keeps one more stage in flight.
   // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
   // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
-  // other warps arrive without a fence. Without U the last warp releases, so that its fence does
-  // not wait for the own warps' stats stores.
+  // other warps arrive without a fence. The last warp releases: its fence (MEMBAR.GPU in SASS)
+  // then does not wait for the stats stores of warps 0 and 1, and does not delay a warp that has
+  // other work before the next stage's MMAs (with U, warp 0 released until helper mhc14, with its
+  // coefficient step behind the fence: prepare 0.289 ms at T = 16384, 0.267 with warp 7).
   auto arrive = [&]() {
-    if (warp != (kWithU ? 0 : Tr::kWarps - 1)) {
+    if (warp != Tr::kWarps - 1) {
       ClusterArriveRelaxed();
     } else {
       ClusterArrive();
@@ -835,7 +879,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     reduce(s, next);
     sync();  // zs complete; wpart free for stage s + 2
     arrive();
-    coefficients(s);  // with U, warp 0 hands pre to the U warps, which refill the X buffer
+    coefficients(s);
   }
   // No CTA may leave while another can still read its partials.
   ClusterWait();
