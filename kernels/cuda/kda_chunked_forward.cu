@@ -753,36 +753,56 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   auto record = [&](int64_t c) { return rec0 + c * H * kda_layout::kRecBytes; };
 
   // Group 1 (-W, Q Gam, Uv): read by the U / o products. Group 2 (Kdec^T, M, Gam_C): read after.
+  // Every copy loop has a compile-time trip count and a piece index fixed per thread (the thread
+  // count is a multiple of the pieces per row), so each copy is the thread's base address plus a
+  // constant: the generic loop's division, modulo and 64-bit address arithmetic cost ~12
+  // instructions per 16-byte copy, ~40% of the 16-row pass's instructions (ncu, 2026-11-30).
+  constexpr int kT = Tr::kThreads;
+  constexpr int kUvPieces = kRows * 4 / 16;
+  static_assert(kT % 16 == 0 && kT % kUvPieces == 0 && (2 * kChunk * 16) % kT == 0 &&
+                    (kChunk * kUvPieces) % kT == 0 && (2 * kDim * 8) % kT == 0 &&
+                    (2 * kChunk * 8) % kT == 0 && kT >= kDim * 4 / 16,
+                "whole copy rounds, one piece index per thread");
+  // Rows of 16 pieces (-W, Q Gam: 256 bytes), of 8 pieces (Kdec^T, M: 128 bytes), Uv's pieces.
+  const int r16 = tid / 16, p16 = tid % 16, r8 = tid / 8, p8 = tid % 8;
+  const int ru = tid / kUvPieces, pu = tid % kUvPieces;
+  const int64_t g16 = int64_t{r16} * kDim * 2 + 16 * p16, g8 = int64_t{r8} * kChunk * 2 + 16 * p8;
+  const int64_t gu = (int64_t{ru} * kDim + v0) * 4 + 16 * pu;
+  const int s16 = r16 * Tr::kKStride + 8 * p16, s8 = r8 * Tr::kTStride + 8 * p8;
   auto load_group1 = [&](const char* rec, int b) {
-    constexpr int kRowPieces = kDim * 2 / 16;
-    for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
-      const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.w[b][0][0][0] + row * Tr::kKStride + 8 * p,
-                rec + kda_layout::kRecNegW + row * kDim * 2 + 16 * p);
-      CpAsync16(&sm.qg[b][0][0][0] + row * Tr::kKStride + 8 * p,
-                rec + kda_layout::kRecQg + row * kDim * 2 + 16 * p);
+    const char* w = rec + kda_layout::kRecNegW + g16;
+    const char* q = rec + kda_layout::kRecQg + g16;
+    uint16_t* sw = &sm.w[b][0][0][0] + s16;
+    uint16_t* sq = &sm.qg[b][0][0][0] + s16;
+#pragma unroll
+    for (int i = 0; i < 2 * kChunk * 16 / kT; ++i) {
+      constexpr int kStep = kT / 16;  // rows per round
+      CpAsync16(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
+      CpAsync16(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
     }
-    constexpr int kUvPieces = kRows * 4 / 16;
-    for (int e = tid; e < kChunk * kUvPieces; e += Tr::kThreads) {
-      const int row = e / kUvPieces, p = e % kUvPieces;
-      CpAsync16(&sm.uv[b][row][4 * p], rec + kda_layout::kRecUv + (row * kDim + v0) * 4 + 16 * p);
+    const char* u = rec + kda_layout::kRecUv + gu;
+#pragma unroll
+    for (int i = 0; i < kChunk * kUvPieces / kT; ++i) {
+      constexpr int kStep = kT / kUvPieces;
+      CpAsync16(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
     }
   };
   auto load_group2 = [&](const char* rec) {
-    constexpr int kRowPieces = kChunk * 2 / 16;
-    for (int e = tid; e < 2 * kDim * kRowPieces; e += Tr::kThreads) {
-      const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.kd[0][0][0] + row * Tr::kTStride + 8 * p,
-                rec + kda_layout::kRecKdecT + row * kChunk * 2 + 16 * p);
+    const char* kd = rec + kda_layout::kRecKdecT + g8;
+    uint16_t* skd = &sm.kd[0][0][0] + s8;
+#pragma unroll
+    for (int i = 0; i < 2 * kDim * 8 / kT; ++i) {
+      constexpr int kStep = kT / 8;
+      CpAsync16(skd + i * kStep * Tr::kTStride, kd + i * kStep * kChunk * 2);
     }
-    for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
-      const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.m[0][0][0] + row * Tr::kTStride + 8 * p,
-                rec + kda_layout::kRecM + row * kChunk * 2 + 16 * p);
+    const char* m = rec + kda_layout::kRecM + g8;
+    uint16_t* sms = &sm.m[0][0][0] + s8;
+#pragma unroll
+    for (int i = 0; i < 2 * kChunk * 8 / kT; ++i) {
+      constexpr int kStep = kT / 8;
+      CpAsync16(sms + i * kStep * Tr::kTStride, m + i * kStep * kChunk * 2);
     }
-    for (int e = tid; e < kDim * 4 / 16; e += Tr::kThreads) {
-      CpAsync16(&sm.gc[4 * e], rec + kda_layout::kRecGamC + 16 * e);
-    }
+    if (tid < kDim * 4 / 16) CpAsync16(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
   // The warp's state: rows vt*16 + g (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).
