@@ -21,7 +21,8 @@
 //    already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
-//    rows, so 4 or 8 CTAs share a (document, head).
+//    rows, so 2, 4 or 8 CTAs share a (document, head); with 8 (16-row slices) o has warps of its
+//    own beside the chain's.
 // In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
 // stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
@@ -128,7 +129,13 @@ static_assert(sizeof(PrepSmem::A) == 2 * 10 * 16 * 16 * 2, "Tinv' blocks fill th
 template <int kRows>
 struct StateTraits {
   static constexpr int kVTiles = kRows / 16;  // 16-row tiles of the CTA's state slice
-  static constexpr int kWarps = 4 * kVTiles;  // warp = (token tile | K quarter, state tile)
+  // With 16-row slices (one CTA per SM, 4 chain warps: one per scheduler) o gets warps of its own,
+  // which run (Q Gam) S0^T and M U beside the chain's U and S1 between the same barriers: the
+  // chain warps' per-chunk instruction stream (the pass's critical path) loses the o products
+  // (H200: -1.4% for this pass; its step is bound by latency and L2 reads, not by issue).
+  static constexpr bool kOWarps = kRows == 16;
+  static constexpr int kRoleWarps = 4 * kVTiles;  // warp = (token tile | K quarter, state tile)
+  static constexpr int kWarps = (kOWarps ? 2 : 1) * kRoleWarps;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kSlices = kDim / kRows;  // CTAs per (document, head)
   static constexpr int kKStride = kDim + 8;     // BF16 rows over K: fragment loads conflict-free
@@ -743,7 +750,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
   // Token tile of U and o, and K quarter of the state step; 16-row state tile of both.
-  const int mt = warp & 3, vt = warp >> 2;
+  const int mt = warp & 3, vt = (warp % Tr::kRoleWarps) >> 2;
+  // The chain's warps (U, S1 and the state; all warps without o warps) and o's warps.
+  const bool chain = !Tr::kOWarps || warp < Tr::kRoleWarps, ow = !Tr::kOWarps || !chain;
   const int v0 = slice * kRows;
 
   int64_t bos, eos;
@@ -753,36 +762,56 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   auto record = [&](int64_t c) { return rec0 + c * H * kda_layout::kRecBytes; };
 
   // Group 1 (-W, Q Gam, Uv): read by the U / o products. Group 2 (Kdec^T, M, Gam_C): read after.
+  // Every copy loop has a compile-time trip count and a piece index fixed per thread (the thread
+  // count is a multiple of the pieces per row), so each copy is the thread's base address plus a
+  // constant: the generic loop's division, modulo and 64-bit address arithmetic cost ~12
+  // instructions per 16-byte copy, ~40% of the 16-row pass's instructions (ncu, 2026-11-30).
+  constexpr int kT = Tr::kThreads;
+  constexpr int kUvPieces = kRows * 4 / 16;
+  static_assert(kT % 16 == 0 && kT % kUvPieces == 0 && (2 * kChunk * 16) % kT == 0 &&
+                    (kChunk * kUvPieces) % kT == 0 && (2 * kDim * 8) % kT == 0 &&
+                    (2 * kChunk * 8) % kT == 0 && kT >= kDim * 4 / 16,
+                "whole copy rounds, one piece index per thread");
+  // Rows of 16 pieces (-W, Q Gam: 256 bytes), of 8 pieces (Kdec^T, M: 128 bytes), Uv's pieces.
+  const int r16 = tid / 16, p16 = tid % 16, r8 = tid / 8, p8 = tid % 8;
+  const int ru = tid / kUvPieces, pu = tid % kUvPieces;
+  const int64_t g16 = int64_t{r16} * kDim * 2 + 16 * p16, g8 = int64_t{r8} * kChunk * 2 + 16 * p8;
+  const int64_t gu = (int64_t{ru} * kDim + v0) * 4 + 16 * pu;
+  const int s16 = r16 * Tr::kKStride + 8 * p16, s8 = r8 * Tr::kTStride + 8 * p8;
   auto load_group1 = [&](const char* rec, int b) {
-    constexpr int kRowPieces = kDim * 2 / 16;
-    for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
-      const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.w[b][0][0][0] + row * Tr::kKStride + 8 * p,
-                rec + kda_layout::kRecNegW + row * kDim * 2 + 16 * p);
-      CpAsync16(&sm.qg[b][0][0][0] + row * Tr::kKStride + 8 * p,
-                rec + kda_layout::kRecQg + row * kDim * 2 + 16 * p);
+    const char* w = rec + kda_layout::kRecNegW + g16;
+    const char* q = rec + kda_layout::kRecQg + g16;
+    uint16_t* sw = &sm.w[b][0][0][0] + s16;
+    uint16_t* sq = &sm.qg[b][0][0][0] + s16;
+#pragma unroll
+    for (int i = 0; i < 2 * kChunk * 16 / kT; ++i) {
+      constexpr int kStep = kT / 16;  // rows per round
+      CpAsync16(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
+      CpAsync16(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
     }
-    constexpr int kUvPieces = kRows * 4 / 16;
-    for (int e = tid; e < kChunk * kUvPieces; e += Tr::kThreads) {
-      const int row = e / kUvPieces, p = e % kUvPieces;
-      CpAsync16(&sm.uv[b][row][4 * p], rec + kda_layout::kRecUv + (row * kDim + v0) * 4 + 16 * p);
+    const char* u = rec + kda_layout::kRecUv + gu;
+#pragma unroll
+    for (int i = 0; i < kChunk * kUvPieces / kT; ++i) {
+      constexpr int kStep = kT / kUvPieces;
+      CpAsync16(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
     }
   };
   auto load_group2 = [&](const char* rec) {
-    constexpr int kRowPieces = kChunk * 2 / 16;
-    for (int e = tid; e < 2 * kDim * kRowPieces; e += Tr::kThreads) {
-      const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.kd[0][0][0] + row * Tr::kTStride + 8 * p,
-                rec + kda_layout::kRecKdecT + row * kChunk * 2 + 16 * p);
+    const char* kd = rec + kda_layout::kRecKdecT + g8;
+    uint16_t* skd = &sm.kd[0][0][0] + s8;
+#pragma unroll
+    for (int i = 0; i < 2 * kDim * 8 / kT; ++i) {
+      constexpr int kStep = kT / 8;
+      CpAsync16(skd + i * kStep * Tr::kTStride, kd + i * kStep * kChunk * 2);
     }
-    for (int e = tid; e < 2 * kChunk * kRowPieces; e += Tr::kThreads) {
-      const int row = e / kRowPieces, p = e % kRowPieces;
-      CpAsync16(&sm.m[0][0][0] + row * Tr::kTStride + 8 * p,
-                rec + kda_layout::kRecM + row * kChunk * 2 + 16 * p);
+    const char* m = rec + kda_layout::kRecM + g8;
+    uint16_t* sms = &sm.m[0][0][0] + s8;
+#pragma unroll
+    for (int i = 0; i < 2 * kChunk * 8 / kT; ++i) {
+      constexpr int kStep = kT / 8;
+      CpAsync16(sms + i * kStep * Tr::kTStride, m + i * kStep * kChunk * 2);
     }
-    for (int e = tid; e < kDim * 4 / 16; e += Tr::kThreads) {
-      CpAsync16(&sm.gc[4 * e], rec + kda_layout::kRecGamC + 16 * e);
-    }
+    if (tid < kDim * 4 / 16) CpAsync16(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
   // The warp's state: rows vt*16 + g (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).
@@ -796,7 +825,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     for (int nt = 0; nt < 4; ++nt) {
       const int col = 32 * mt + 8 * nt + 2 * tq;
       float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
-      if (init != nullptr) {
+      if (chain && init != nullptr) {
         x = *reinterpret_cast<const float2*>(init + srow * kDim + col);
         y = *reinterpret_cast<const float2*>(init + (srow + 8) * kDim + col);
       }
@@ -821,7 +850,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       Stm4<Tr::kKStride>(&sm.s[1][0][0], vt * 16, 32 * mt + 16 * np, lo);
     }
   };
-  store_state();
+  if (chain) store_state();
   // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
   // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
   constexpr int kWaitTop = Tr::kStages == 2 ? 3 : 1;
@@ -841,7 +870,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     const int b = static_cast<int>(c % Tr::kStages);
     // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
     // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
-    if constexpr (kCheckpoint) {
+    if (kCheckpoint && chain) {
       float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
@@ -854,38 +883,67 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     CpAsyncWait<kWaitTop>();  // group 1 of chunk c
     __syncthreads();
 
-    // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt.
+    // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt. With o
+    // warps, the chain's warps take U and the o warps (Q Gam) S0^T, each accumulator getting the
+    // same mma sequence as in one warp (o is bitwise the same).
     float u0[2][4], u1[2][4], u2[2][4], o0[2][4], o1[2][4], o2[2][4];
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       const int row = mt * 16 + g, col = vt * 16 + nt * 8 + 2 * tq;
-      u0[nt][0] = sm.uv[b][row][col];
-      u0[nt][1] = sm.uv[b][row][col + 1];
-      u0[nt][2] = sm.uv[b][row + 8][col];
-      u0[nt][3] = sm.uv[b][row + 8][col + 1];
+      if (chain) {
+        u0[nt][0] = sm.uv[b][row][col];
+        u0[nt][1] = sm.uv[b][row][col + 1];
+        u0[nt][2] = sm.uv[b][row + 8][col];
+        u0[nt][3] = sm.uv[b][row + 8][col + 1];
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) u1[nt][i] = u2[nt][i] = o0[nt][i] = o1[nt][i] = o2[nt][i] = 0.f;
     }
+    if constexpr (Tr::kOWarps) {
+      // One operand and accumulator set per warp: called once per role, so that every
+      // accumulator index stays static (registers).
+      auto product = [&](const uint16_t* a_hi, const uint16_t* a_lo, float(&x0)[2][4],
+                         float(&x1)[2][4], float(&x2)[2][4]) {
 #pragma unroll 2
-    for (int ks = 0; ks < kDim / 16; ++ks) {
-      uint32_t wh[4], wl[4], qh[4], ql[4];
-      LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
-      LdmA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
-      LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
-      LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+        for (int ks = 0; ks < kDim / 16; ++ks) {
+          uint32_t ah[4], al[4];
+          LdmA<Tr::kKStride>(a_hi, mt * 16, ks * 16, ah);
+          LdmA<Tr::kKStride>(a_lo, mt * 16, ks * 16, al);
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        uint32_t sh[2], sl[2];
-        LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sh, sl);
-        Mma3(u0[nt], Tr::kSplitAcc ? u1[nt] : u0[nt], Tr::kSplitAcc ? u2[nt] : u0[nt], wh, wl, sh,
-             sl);
-        Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], qh, ql, sh,
-             sl);
+          for (int nt = 0; nt < 2; ++nt) {
+            uint32_t sh[2], sl[2];
+            LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sh, sl);
+            Mma3(x0[nt], x1[nt], x2[nt], ah, al, sh, sl);
+          }
+        }
+      };
+      if (chain) {
+        product(&sm.w[b][0][0][0], &sm.w[b][1][0][0], u0, u1, u2);
+      } else {
+        product(&sm.qg[b][0][0][0], &sm.qg[b][1][0][0], o0, o1, o2);
+      }
+    } else {
+#pragma unroll 2
+      for (int ks = 0; ks < kDim / 16; ++ks) {
+        uint32_t wh[4], wl[4], qh[4], ql[4];
+        LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
+        LdmA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
+        LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
+        LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          uint32_t sh[2], sl[2];
+          LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sh, sl);
+          Mma3(u0[nt], Tr::kSplitAcc ? u1[nt] : u0[nt], Tr::kSplitAcc ? u2[nt] : u0[nt], wh, wl, sh,
+               sl);
+          Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], qh, ql, sh,
+               sl);
+        }
       }
     }
     // U^T into shared memory, split (token mt*16 + g (+8), state row vt*16 + nt*8 + 2 tq (+1)):
     // the U tiles transposed by stmatrix, where 2-byte scalar stores took 32 per plane and warp.
-    {
+    if (chain) {
       uint32_t uh[4], ul[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -904,7 +962,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     // o += M U (causal: token tiles ks <= mt), then the output.
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      if (ks <= mt) {
+      if (ow && ks <= mt) {
         uint32_t mh[4], ml[4];
         LdmA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
         LdmA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
@@ -926,7 +984,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int row = mt * 16 + g + 8 * hh;
-          if (!kCheckpoint && row < valid) {
+          if (!kCheckpoint && ow && row < valid) {
             const float x0 = a.s.scale * (o0[nt][2 * hh] + (o1[nt][2 * hh] + o2[nt][2 * hh]));
             const float x1 =
                 a.s.scale * (o0[nt][2 * hh + 1] + (o1[nt][2 * hh + 1] + o2[nt][2 * hh + 1]));
@@ -938,7 +996,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
 
     // S1 = S0 Gam_C + U^T Kdec: state tile vt, K quarter mt.
-    {
+    if (chain) {
       float p1[4][4], p2[4][4];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
@@ -970,12 +1028,12 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
     }
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
-    store_state();
+    if (chain) store_state();
     if (c + 1 < chunks) load_group2(record(c + 1));
     CpAsyncCommit();
   }
 
-  if (a.final_state != nullptr) {
+  if (chain && a.final_state != nullptr) {
     float* fs = a.final_state + (n * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
