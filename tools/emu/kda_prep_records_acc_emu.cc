@@ -14,6 +14,7 @@
 }  // namespace cakegrad::kernels
 
 #include "kda_emu_bf16.h"
+#include "kda_emu_fwd_inputs.h"
 #include "reference/kda_reference_internal.h"
 
 namespace cakegrad::kernels::kda_ref {
@@ -62,32 +63,10 @@ int main() {
     fill(&p.dt_bias, H * 128, cs.dt_mean, false, 0.5);
     p.scale = double(0.0883883476f);
     p.lower_bound = cs.lower_bound;
-    auto bf = [](const std::vector<double>& x) {
-      std::vector<uint16_t> o(x.size());
-      for (size_t i = 0; i < x.size(); ++i) o[i] = ToBf(float(x[i]));
-      return o;
-    };
-    auto f32 = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-    std::vector<uint16_t> q = bf(p.q), k = bf(p.k), v = bf(p.v), g = bf(p.g), beta = bf(p.beta);
-    std::vector<float> A_log = f32(p.A_log), dt_bias = f32(p.dt_bias);
+    const kda_emu::FwdInputs in = kda_emu::InputsOf(p, cs.lower_bound);
     const int64_t slots = kda_layout::ChunkSlots(tok, N);
     std::vector<unsigned char> ws(kda_layout::FwdWorkspaceBytes(1, tok, H, N), 0xA5);
-    kda_cuda::FwdArgs f{};
-    f.s.cu_seqlens = p.cu.data();
-    f.s.is_int64 = 1;
-    f.s.T = tok;
-    f.s.total_tokens = tok;
-    f.s.H = H;
-    f.s.N = N;
-    f.s.scale = float(p.scale);
-    f.s.lower_bound = cs.lower_bound;
-    f.q = q.data();
-    f.k = k.data();
-    f.v = v.data();
-    f.g = g.data();
-    f.beta = beta.data();
-    f.A_log = A_log.data();
-    f.dt_bias = dt_bias.data();
+    const kda_cuda::FwdArgs f = in.Args();
     char* wsp = reinterpret_cast<char*>(ws.data());
     EmuLaunch({unsigned(slots), unsigned(H), 1}, kda_cuda::kPrepThreads,
               [&] { kda_cuda::KdaChunkPrepKernel<kda_cuda::kPrepThreads>(f, wsp); });

@@ -13,6 +13,7 @@
 }  // namespace cakegrad::kernels
 
 #include "kda_emu_bf16.h"
+#include "kda_emu_fwd_inputs.h"
 
 using namespace cakegrad::kernels;
 using kda_emu::ToBf;
@@ -43,37 +44,31 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(11);
   std::normal_distribution<double> nd(0.0, 1.0);
   for (const Case& cs : cases) {
-    std::vector<int64_t> cu = {0};
-    for (int64_t l : cs.lens) cu.push_back(cu.back() + l);
-    const int64_t tok = cu.back(), N = cs.lens.size(), H = cs.H, n = tok * H * 128;
+    kda_emu::FwdInputs in;
+    in.cu = {0};
+    for (int64_t l : cs.lens) in.cu.push_back(in.cu.back() + l);
+    const int64_t tok = in.cu.back(), N = cs.lens.size(), H = cs.H, n = tok * H * 128;
     auto bf = [&](int64_t cnt, double mean) {
       std::vector<uint16_t> x(cnt);
       for (auto& e : x) e = ToBf(float(mean + nd(rng)));
       return x;
     };
-    std::vector<uint16_t> q = bf(n, 0), k = bf(n, 0), v = bf(n, 0), g = bf(n, cs.g_mean),
-                          beta = bf(tok * H, 0);
-    std::vector<float> A_log(H), dt_bias(H * 128);
-    for (auto& e : A_log) e = float(0.5 * nd(rng));
-    for (auto& e : dt_bias) e = float(cs.dt_mean + 0.5 * nd(rng));
+    // In this order: the draws are the records' reference (run_kda_prep_records_compare.sh).
+    in.q = bf(n, 0);
+    in.k = bf(n, 0);
+    in.v = bf(n, 0);
+    in.g = bf(n, cs.g_mean);
+    in.beta = bf(tok * H, 0);
+    in.A_log.resize(H);
+    in.dt_bias.resize(H * 128);
+    for (auto& e : in.A_log) e = float(0.5 * nd(rng));
+    for (auto& e : in.dt_bias) e = float(cs.dt_mean + 0.5 * nd(rng));
+    in.H = H;
+    in.scale = 0.088388f;
+    in.lower_bound = cs.lower_bound;
     const int64_t slots = kda_layout::ChunkSlots(tok, N);
     std::vector<unsigned char> ws(kda_layout::FwdWorkspaceBytes(1, tok, H, N), 0xA5);
-    kda_cuda::FwdArgs f{};
-    f.s.cu_seqlens = cu.data();
-    f.s.is_int64 = 1;
-    f.s.T = tok;
-    f.s.total_tokens = tok;
-    f.s.H = H;
-    f.s.N = N;
-    f.s.scale = 0.088388f;
-    f.s.lower_bound = cs.lower_bound;
-    f.q = q.data();
-    f.k = k.data();
-    f.v = v.data();
-    f.g = g.data();
-    f.beta = beta.data();
-    f.A_log = A_log.data();
-    f.dt_bias = dt_bias.data();
+    const kda_cuda::FwdArgs f = in.Args();
     char* wsp = reinterpret_cast<char*>(ws.data());
     g_emu_syncs = 0;
     for (auto& m : g_emu_mma) m = 0;

@@ -1,0 +1,65 @@
+// One packed-document problem's inputs as the chunked forward's kernels take them, held on the
+// host for the KDA emulation drivers (tools/emu). Include after fwd_emu.inc, which defines
+// kda_cuda::FwdArgs.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kda_emu_bf16.h"
+
+namespace kda_emu {
+
+struct FwdInputs {
+  std::vector<int64_t> cu;  // INT64 cu_seqlens, N + 1 offsets (B = 1)
+  int64_t H = 0;
+  float scale = 0.0f, lower_bound = 0.0f;
+  std::vector<uint16_t> q, k, v, g, beta;  // BF16
+  std::vector<float> A_log, dt_bias;
+
+  // Arguments over these buffers; the outputs, initial state and checkpoints are the caller's.
+  cakegrad::kernels::kda_cuda::FwdArgs Args() const {
+    cakegrad::kernels::kda_cuda::FwdArgs f{};
+    f.s.cu_seqlens = cu.data();
+    f.s.is_int64 = 1;
+    f.s.T = cu.back();
+    f.s.total_tokens = cu.back();
+    f.s.H = H;
+    f.s.N = static_cast<int64_t>(cu.size()) - 1;
+    f.s.scale = scale;
+    f.s.lower_bound = lower_bound;
+    f.q = q.data();
+    f.k = k.data();
+    f.v = v.data();
+    f.g = g.data();
+    f.beta = beta.data();
+    f.A_log = A_log.data();
+    f.dt_bias = dt_bias.data();
+    return f;
+  }
+};
+
+// The FP64 reference problem's inputs, already BF16 / FP32 values, in the kernels' types.
+template <typename Problem>
+FwdInputs InputsOf(const Problem& p, float lower_bound) {
+  auto bf = [](const std::vector<double>& x) {
+    std::vector<uint16_t> o(x.size());
+    for (size_t i = 0; i < x.size(); ++i) o[i] = ToBf(static_cast<float>(x[i]));
+    return o;
+  };
+  auto f32 = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  FwdInputs in;
+  in.cu = p.cu;
+  in.H = p.H;
+  in.scale = static_cast<float>(p.scale);
+  in.lower_bound = lower_bound;
+  in.q = bf(p.q);
+  in.k = bf(p.k);
+  in.v = bf(p.v);
+  in.g = bf(p.g);
+  in.beta = bf(p.beta);
+  in.A_log = f32(p.A_log);
+  in.dt_bias = f32(p.dt_bias);
+  return in;
+}
+
+}  // namespace kda_emu

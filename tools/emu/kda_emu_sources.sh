@@ -1,0 +1,24 @@
+# Sourced (from the repository root) by the KDA emulation scripts that set a candidate's accuracy
+# beside a base revision's: both need the chunked forward's sources of one version staged and
+# compiled the same way.
+# stage_sources OUT TAG [REV]: the kernel sources of REV (else the working tree) into
+# OUT/TAG/src, and the emulator's transform of the forward into OUT/TAG/fwd_emu.inc.
+stage_sources() {
+  local out=$1 tag=$2 rev=${3:-} f
+  mkdir -p "$out/$tag/src"
+  for f in kda_chunked_forward.cu kda_chunked_forward.cuh kda_common.cuh kda_mma.cuh; do
+    if [ -n "$rev" ]; then git show "$rev:kernels/cuda/$f" > "$out/$tag/src/$f"
+    else cp "kernels/cuda/$f" "$out/$tag/src/$f"; fi
+  done
+  python3 tools/emu/emu_transform.py forward "$out/$tag/src/kda_chunked_forward.cu" \
+    > "$out/$tag/fwd_emu.inc"
+}
+# build_driver OUT TAG DRIVER EXE [SOURCES...]: DRIVER against the staged version (its own
+# kda_*.cuh first, then the tree's other headers), as OUT/TAG/EXE.
+build_driver() {
+  local out=$1 tag=$2 driver=$3 exe=$4
+  shift 4
+  g++ -std=c++20 -O2 -w -I"$out/$tag/src" -Ikernels/include -Ikernels -Ikernels/cuda \
+    -I/usr/local/cuda/include -Itools/emu -I"$out/$tag" "$driver" "$@" -o "$out/$tag/$exe" \
+    -lpthread
+}
