@@ -353,10 +353,14 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
       }
     }
   }
+  // M's zeros right of the pair's columns: groups of 8 column pairs (one 32-byte sector per row
+  // and plane), e = (group, row, pair) with power-of-two strides; the runtime divisor (pairs per
+  // row) of the plain row-major index cost a signed division per thread.
   if (cols < kChunk) {
-    const int pairs = (kChunk - cols) / 2;
-    for (int e = tid; e < Tr::kSub * pairs; e += kThreads) {
-      StorePair(m_hi, m_lo, (r0 + e / pairs) * kChunk, cols + 2 * (e % pairs), 0.f, 0.f);
+    const unsigned groups = (kChunk - cols) / 16;
+    for (unsigned e = tid; e < 128 * groups; e += kThreads) {
+      StorePair(m_hi, m_lo, (r0 + ((e >> 3) & 15)) * kChunk, cols + 16 * (e >> 7) + 2 * (e & 7),
+                0.f, 0.f);
     }
   }
   __syncthreads();  // the factors are consumed before the next sub-chunk's pass overwrites them
