@@ -353,10 +353,14 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
       }
     }
   }
+  // M's zeros right of the pair's columns: groups of 8 column pairs (one 32-byte sector per row
+  // and plane), e = (group, row, pair) with power-of-two strides; the runtime divisor (pairs per
+  // row) of the plain row-major index cost a signed division per thread.
   if (cols < kChunk) {
-    const int pairs = (kChunk - cols) / 2;
-    for (int e = tid; e < Tr::kSub * pairs; e += kThreads) {
-      StorePair(m_hi, m_lo, (r0 + e / pairs) * kChunk, cols + 2 * (e % pairs), 0.f, 0.f);
+    const unsigned groups = (kChunk - cols) / 16;
+    for (unsigned e = tid; e < 128 * groups; e += kThreads) {
+      StorePair(m_hi, m_lo, (r0 + ((e >> 3) & 15)) * kChunk, cols + 16 * (e >> 7) + 2 * (e & 7),
+                0.f, 0.f);
     }
   }
   __syncthreads();  // the factors are consumed before the next sub-chunk's pass overwrites them
@@ -522,8 +526,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   CpAsyncCommit();
   {
-    float* tv = &sm.u.s.tinv[0][0];
-    for (int e = tid; e < kChunk * Tr::kTStride; e += kThreads) tv[e] = 0.f;
+    float4* tv = reinterpret_cast<float4*>(&sm.u.s.tinv[0][0]);
+    for (int e = tid; e < kChunk * Tr::kTStride / 4; e += kThreads) {
+      tv[e] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
     __syncthreads();
     if (tid < kChunk) {
       const int b = (tid / Tr::kSub) * Tr::kSub, j = tid % Tr::kSub;
@@ -540,33 +546,59 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     __syncthreads();
     // Fixed-length (unrolled) sums: the extra terms multiply exact zeros of the triangular
-    // factors and add +-0, so the result is bitwise the ragged sums'.
+    // factors and add +-0, so the result is bitwise the ragged sums'. A thread takes 4 adjacent
+    // columns of one row (float4 operands; every output keeps its own fmaf chain in l order, so
+    // the values are bitwise those of one output per thread): one A load serves 4 products, where
+    // one output per thread spent 2 shared loads per FMA (~10% of the kernel's instructions).
+    constexpr int kCols = 4;
 #pragma unroll
     for (int J = 1; J < Tr::kSubs; ++J) {
-      const int n = J * Tr::kSub;
+      const int n = J * Tr::kSub, per_row = n / kCols, items = Tr::kSub * per_row;
 #pragma unroll
-      for (int e0 = 0; e0 < Tr::kSub * n; e0 += kThreads) {
+      for (int e0 = 0; e0 < items; e0 += kThreads) {
         const int e = e0 + tid;
-        if (e < Tr::kSub * n) {
-          const int r = e / n, cc = e % n;
-          float acc = 0.f;
+        if (e < items) {
+          const int r = e / per_row, cc = kCols * (e % per_row);
+          const float* arow = &PackedA(sm, n + r, 0);
+          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-          for (int l = 0; l < n; ++l) acc = fmaf(PackedA(sm, n + r, l), sm.u.s.tinv[l][cc], acc);
-          sm.u.s.r[r][cc] = acc;
+          for (int l4 = 0; l4 < n; l4 += 4) {
+            const float4 av = *reinterpret_cast<const float4*>(arow + l4);
+            const float al[4] = {av.x, av.y, av.z, av.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float4 tv4 = *reinterpret_cast<const float4*>(&sm.u.s.tinv[l4 + i][cc]);
+              acc.x = fmaf(al[i], tv4.x, acc.x);
+              acc.y = fmaf(al[i], tv4.y, acc.y);
+              acc.z = fmaf(al[i], tv4.z, acc.z);
+              acc.w = fmaf(al[i], tv4.w, acc.w);
+            }
+          }
+          *reinterpret_cast<float4*>(&sm.u.s.r[r][cc]) = acc;
         }
       }
       __syncthreads();
 #pragma unroll
-      for (int e0 = 0; e0 < Tr::kSub * n; e0 += kThreads) {
+      for (int e0 = 0; e0 < items; e0 += kThreads) {
         const int e = e0 + tid;
-        if (e < Tr::kSub * n) {
-          const int r = e / n, cc = e % n;
-          float acc = 0.f;
+        if (e < items) {
+          const int r = e / per_row, cc = kCols * (e % per_row);
+          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-          for (int l = 0; l < Tr::kSub; ++l) {
-            acc = fmaf(sm.u.s.tinv[n + r][n + l], sm.u.s.r[l][cc], acc);
+          for (int l4 = 0; l4 < Tr::kSub; l4 += 4) {
+            const float4 dv = *reinterpret_cast<const float4*>(&sm.u.s.tinv[n + r][n + l4]);
+            const float dl[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float4 rv = *reinterpret_cast<const float4*>(&sm.u.s.r[l4 + i][cc]);
+              acc.x = fmaf(dl[i], rv.x, acc.x);
+              acc.y = fmaf(dl[i], rv.y, acc.y);
+              acc.z = fmaf(dl[i], rv.z, acc.z);
+              acc.w = fmaf(dl[i], rv.w, acc.w);
+            }
           }
-          sm.u.s.tinv[n + r][cc] = -acc;
+          *reinterpret_cast<float4*>(&sm.u.s.tinv[n + r][cc]) =
+              make_float4(-acc.x, -acc.y, -acc.z, -acc.w);
         }
       }
       __syncthreads();
