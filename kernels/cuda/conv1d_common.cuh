@@ -13,6 +13,7 @@
 
 #include "cakegrad/kernels/conv1d.h"
 #include "conv1d_traits.h"
+#include "sfu_math.cuh"
 
 namespace cakegrad::kernels::conv1d {
 
@@ -105,20 +106,6 @@ __device__ __forceinline__ RawT<V> Pack(const float (&v)[V]) {
 template <int V>
 __device__ __forceinline__ void StoreRaw(uint16_t* p, const RawT<V>& r) {
   *reinterpret_cast<RawT<V>*>(p) = r;
-}
-
-// exp2 and the reciprocal on the SFU with denormals flushed. Without .ftz the compiler wraps
-// ex2 in a range test and two scalings (three more instructions per element, measured in SASS)
-// to produce denormal results that SiLU and its derivative cannot use.
-__device__ __forceinline__ float Ex2Ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float RcpFtz(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 constexpr float kLog2e = 1.44269504088896340736f;

@@ -727,24 +727,21 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
       for (int ks = 0; ks <= hi_mt; ++ks) {
-        uint32_t b[2][2], ah[4], al[4];
+        uint32_t b[2][2];
         LdmBT4(piece, ks * 16, n0, b[0], b[1]);
-        LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, hi_mt, ks, r, q); }, ah);
-        LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, hi_mt, ks, r, q); }, al);
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-          Mma(acc[0][n][0], ah, b[n]);
-          Mma(acc[0][n][1], al, b[n]);
-        }
-        if (ks <= lo_mt) {
-          LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, lo_mt, ks, r, q); }, ah);
-          LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, lo_mt, ks, r, q); }, al);
+        // Token tile mt's Tinv' hi and lo times both n-tiles, into acc[m].
+        auto tile = [&](int m, int mt) {
+          uint32_t ah[4], al[4];
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, mt, ks, r, q); }, ah);
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, mt, ks, r, q); }, al);
 #pragma unroll
           for (int n = 0; n < 2; ++n) {
-            Mma(acc[1][n][0], ah, b[n]);
-            Mma(acc[1][n][1], al, b[n]);
+            Mma(acc[m][n][0], ah, b[n]);
+            Mma(acc[m][n][1], al, b[n]);
           }
-        }
+        };
+        tile(0, hi_mt);
+        if (ks <= lo_mt) tile(1, lo_mt);
       }
 #pragma unroll
       for (int m = 0; m < 2; ++m) {

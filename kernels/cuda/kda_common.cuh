@@ -12,6 +12,9 @@
 
 #include "cakegrad/kernels/kda.h"
 #include "reference/kda_layout.h"
+#ifndef CAKEGRAD_KDA_HOST_EMU
+#include "sfu_math.cuh"
+#endif
 
 namespace cakegrad::kernels::kda_cuda {
 
@@ -100,9 +103,9 @@ __device__ __forceinline__ float WarpSum(float x) {
 
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// The SFU's exp2, reciprocal and reciprocal square root, denormals flushed. Under the host
-// emulator (tools/emu, CAKEGRAD_KDA_HOST_EMU) each carries a deterministic error of up to its PTX
-// bound (ex2 2 ulp, rcp 1 ulp, rsqrt 2 ulp), so the emulation is no more accurate than the device.
+// The SFU's exp2, reciprocal and reciprocal square root (sfu_math.cuh) on the host emulator
+// (tools/emu, CAKEGRAD_KDA_HOST_EMU): each carries a deterministic error of up to its PTX bound
+// (ex2 2 ulp, rcp 1 ulp, rsqrt 2 ulp), so the emulation is no more accurate than the device.
 #ifdef CAKEGRAD_KDA_HOST_EMU
 inline float EmuUlps(float y, float x, int max_ulps) {
   if (std::fpclassify(y) == FP_SUBNORMAL) return 0.f;
@@ -120,24 +123,6 @@ inline float RcpFtz(float x) {
 }
 inline float RsqrtFtz(float x) {
   return EmuUlps(static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))), x, 2);
-}
-#else
-// 2^x: one MUFU.EX2 (~2 ulp); a decay factor below 2^-126 contributes nothing that FP32
-// accumulation of O(1) terms could keep.
-__device__ __forceinline__ float Ex2Ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float RcpFtz(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float RsqrtFtz(float x) {
-  float y;
-  asm("rsqrt.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 #endif
 

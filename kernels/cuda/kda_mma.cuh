@@ -95,18 +95,43 @@ __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* l
   LoadB<kStride>(lo_base, n0, k0, bl);
 }
 #else
-// Matrix i of an x4 load takes its 8 row addresses from lanes 8 i .. 8 i + 7 and lands in
-// register i with LoadA's / LoadB's lane layout (lane (g, q) holds row g, columns 2 q, 2 q + 1).
+// One ldmatrix.x4 (kTrans: .trans) / stmatrix.x4 at this lane's row address p: matrix i takes
+// its 8 row addresses from lanes 8 i .. 8 i + 7 and lands in (comes from) register i with
+// LoadA's / LoadB's lane layout (lane (g, q) holds row g, columns 2 q, 2 q + 1).
+template <bool kTrans>
+__device__ __forceinline__ void Ldsm4(const uint16_t* p, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                      uint32_t& r3) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s));
+  }
+}
+template <bool kTrans>
+__device__ __forceinline__ void Stsm4(uint16_t* p, const uint32_t (&r)[4]) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  if constexpr (kTrans) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(s),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+  } else {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(s),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+  }
+}
 template <int kStride>
 __device__ __forceinline__ void LdmA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
   static_assert(kStride % 8 == 0, "16-byte rows");
   const int lane = threadIdx.x & 31;
   // Matrices: rows 0-7 / 8-15 at col0, then at col0 + 8: a[0] .. a[3] of LoadA.
-  const uint16_t* p = base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4);
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(s));
+  Ldsm4<false>(base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4), a[0], a[1], a[2],
+               a[3]);
 }
 template <int kStride>
 __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* lo_base, int n0,
@@ -114,12 +139,9 @@ __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* l
   static_assert(kStride % 8 == 0, "16-byte rows");
   const int lane = threadIdx.x & 31;
   // Matrices: hi at k0, hi at k0 + 8, lo at k0, lo at k0 + 8.
-  const uint16_t* p =
-      (lane < 16 ? hi_base : lo_base) + (n0 + (lane & 7)) * kStride + k0 + 8 * ((lane >> 3) & 1);
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(bh[0]), "=r"(bh[1]), "=r"(bl[0]), "=r"(bl[1])
-               : "r"(s));
+  Ldsm4<false>(
+      (lane < 16 ? hi_base : lo_base) + (n0 + (lane & 7)) * kStride + k0 + 8 * ((lane >> 3) & 1),
+      bh[0], bh[1], bl[0], bl[1]);
 }
 #endif
 
@@ -139,11 +161,7 @@ __device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
 template <class Piece>
 __device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
   const int lane = threadIdx.x & 31;
-  const uint16_t* p = piece(lane & 15, lane >> 4);
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(s));
+  Ldsm4<false>(piece(lane & 15, lane >> 4), a[0], a[1], a[2], a[3]);
 }
 #endif
 
@@ -171,11 +189,7 @@ template <class Piece>
 __device__ __forceinline__ void LdmBT4(Piece piece, int k0, int n0, uint32_t (&b0)[2],
                                        uint32_t (&b1)[2]) {
   const int lane = threadIdx.x & 31;
-  const uint16_t* p = piece(k0 + (lane & 15), n0 / 8 + (lane >> 4));
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
-               : "r"(s));
+  Ldsm4<true>(piece(k0 + (lane & 15), n0 / 8 + (lane >> 4)), b0[0], b0[1], b1[0], b1[1]);
 }
 #endif
 
@@ -209,22 +223,14 @@ template <int kStride>
 __device__ __forceinline__ void Stm4(uint16_t* base, int row0, int col0, const uint32_t (&r)[4]) {
   static_assert(kStride % 8 == 0, "16-byte rows");
   const int lane = threadIdx.x & 31;
-  uint16_t* p = base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4);
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(s),
-               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-               : "memory");
+  Stsm4<false>(base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4), r);
 }
 template <int kStride>
 __device__ __forceinline__ void StmT4(uint16_t* base, int row0, int col0, const uint32_t (&r)[4]) {
   static_assert(kStride % 8 == 0, "16-byte rows");
   const int lane = threadIdx.x & 31;
-  uint16_t* p =
-      base + (row0 + 8 * (lane >> 4) + (lane & 7)) * kStride + col0 + 8 * ((lane >> 3) & 1);
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(s),
-               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-               : "memory");
+  Stsm4<true>(base + (row0 + 8 * (lane >> 4) + (lane & 7)) * kStride + col0 + 8 * ((lane >> 3) & 1),
+              r);
 }
 #endif
 
