@@ -356,7 +356,10 @@ __global__ void __launch_bounds__(kStreamThreads)
 // written by 4 warps of its own (helper mhc12: prepare 0.307 -> 0.287 ms at T = 16384, 0.097 ->
 // 0.092 at T = 4096); with U, the release arrive by the last MMA warp and pre computed by the U
 // warps, so that no MMA warp does more than multiply and sum between its block barriers (helper
-// mhc14, from an ncu profile: prepare 0.289 -> 0.242 ms at T = 16384, 0.093 -> 0.079 at 4096).
+// mhc14, from an ncu profile: prepare 0.289 -> 0.242 ms at T = 16384, 0.093 -> 0.079 at 4096);
+// with U, registers moved from the U warps to the MMA warps (setmaxnreg) and the cluster sum's
+// DSMEM loads overlapped with the next stage's CTA sum (helper mhc15: 0.2426 -> 0.2383 ms at
+// T = 16384).
 template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
@@ -397,7 +400,7 @@ struct FwdClusterTraits {
   // U of stage s then runs while the other warps multiply stage s + 1 and sum stage s + 1 over
   // the cluster, rather than between their block barriers; its inputs (the cluster sums of
   // z_0..3 and sq, the X slice) stay in shared memory until it is written. 384 threads cap the
-  // kernel at 168 registers (a U pass in the MMA warps took 200); it fits with a 4-byte spill.
+  // kernel at 168 registers at launch (a U pass in the MMA warps took 200; see kMmaRegs).
   // Two U warps (320 threads) were slower than none (H200, T = 16384: prepare 0.335 vs 0.307
   // ms): they wrote U too slowly, and the X buffer of a stage is refilled only after its U.
   // pre was warp 0's until helper mhc14: ncu (T = 16384) showed the U warps waiting for it 55-65%
@@ -406,6 +409,20 @@ struct FwdClusterTraits {
   // fence). Moving pre here: 0.267 -> 0.242 ms (the release by warp 7 alone: 0.289 -> 0.267).
   static constexpr int kUWarps = 4;
   static constexpr int kUThreads = 32 * kUWarps;
+  // With U, registers a thread after setmaxnreg: of the CTA's 384 x 168, the U warps give up 32 a
+  // thread and the MMA warps take 16 a thread (128 x 32 = 256 x 16), so that the cluster sum's 16
+  // DSMEM loads stay in flight over the next stage's CTA sum next to the 96 registers of fn's
+  // fragments (at 168 that overlap spilled: 0.334 vs 0.267 ms, helper mhc14). Measured (helper
+  // mhc15, H200, T = 16384, prepare; main 0.2426 ms): 184 / 136 with the overlap 0.2383, without it
+  // 0.2411; 200 / 104 0.2454 and 0.2431; 200 / 104 with four n8 token tiles a multiply step (twice
+  // the independent MMA chains, 32 more accumulator registers, a 24-56 byte spill) 0.3085 and
+  // 0.2737.
+  static constexpr int kMmaRegs = 184;
+  static constexpr int kURegs = 136;
+  static constexpr int kLaunchRegs = 65536 / (kThreads + kUThreads) / 8 * 8;  // 168
+  static_assert(kMmaRegs * kThreads + kURegs * kUThreads <= kLaunchRegs * (kThreads + kUThreads),
+                "the MMA warps take only what the U warps give back");
+  static_assert(kMmaRegs % 8 == 0 && kURegs % 8 == 0, "setmaxnreg takes multiples of 8");
   static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
   static_assert(kVals <= 32, "one lane a value in the own-token sums");
   static_assert(kOwnWarps < kWarps, "warps left for the CTA sums");
@@ -564,14 +581,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   float* pre_u = zs1 + 5 * Tr::kStageTok;  // [4][kStageTok], written and read by the U warps
 
   const int tid = threadIdx.x;
-  const int warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, q = lane % 4;
-  const int rank = static_cast<int>(ClusterCtaRank());
-  const int64_t cluster = ClusterId(), nclusters = ClusterCount();
-  const int64_t ngroups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
-  const int64_t nstages = cluster < ngroups ? (ngroups - cluster + nclusters - 1) / nclusters : 0;
-  const int stream = warp / Tr::kSplit, part = warp % Tr::kSplit;
-  const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
   if constexpr (kWithU) {
     if (tid == 0) {
       for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
@@ -582,12 +591,29 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       MbarInitFence();
     }
     __syncthreads();
-    if (warp >= Tr::kWarps) {
+    // Registers move from the U warps to the MMA warps (see kMmaRegs). Each side computes its
+    // launch values after the setmaxnreg: computed before it, ptxas spilled them across it.
+    if (tid >= Tr::kThreads) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Tr::kURegs));
+      const int64_t cluster = ClusterId(), nclusters = ClusterCount();
+      const int64_t ngroups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
+      const int64_t nstages =
+          cluster < ngroups ? (ngroups - cluster + nclusters - 1) / nclusters : 0;
+      const int64_t ch0 = static_cast<int64_t>(ClusterCtaRank()) * Tr::kSliceCh;
       FwdUWarps<Tr>(&xmap, xbuf, full_bar, zs_full, zs_empty, zs, zs1, pre_u, U, T, cluster,
                     nclusters, nstages, ch0, scale, base, rms_eps, hc_eps, tid - Tr::kThreads);
       return;
     }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Tr::kMmaRegs));
   }
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int rank = static_cast<int>(ClusterCtaRank());
+  const int64_t cluster = ClusterId(), nclusters = ClusterCount();
+  const int64_t ngroups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
+  const int64_t nstages = cluster < ngroups ? (ngroups - cluster + nclusters - 1) / nclusters : 0;
+  const int stream = warp / Tr::kSplit, part = warp % Tr::kSplit;
+  const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
 
   // A fragments, as in MhcFwdStatsKernel: MMA k-slots {2q, 2q+1, 2q+8, 2q+9} of step s of
   // 32-k group gi hold k = 32 gi + 8q + 4s + {0, 1, 2, 3} of the warp's k.
@@ -745,7 +771,12 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   };
   // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre: into the
   // stage parity's zs_all, handed to the U warps through zs_full), z_4..23 of this CTA's tokens.
-  auto cluster_sum = [&](int64_t s, int idx) {
+  // between() runs while the thread's 16 DSMEM loads are in flight (the next stage's CTA sum:
+  // local shared loads that do not wait for them); it needs the MMA warps' kMmaRegs. Loading
+  // token pairs instead (8-byte DSMEM loads, two lanes a pair: ranks 0..7, then 8..15 added to
+  // the first lane's sum after a shuffle, the same bits) was 39% slower (0.3366 vs 0.2426 ms at
+  // T = 16384, H200, helper mhc15).
+  auto cluster_sum = [&](int64_t s, int idx, auto&& between) {
     // Thread idx sums into zs[idx] (zs_all, then zs_own order).
     int v = -1, tok = 0;
     if (idx < 5 * Tr::kStageTok) {
@@ -757,12 +788,15 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       v = 4 + i / Tr::kOwnTok;
       tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
     }
+    float p[Tr::kCtas];
     if (v >= 0) {
       const uint32_t addr =
           cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
-      float p[Tr::kCtas];
 #pragma unroll
       for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
+    }
+    between();
+    if (v >= 0) {
       float sum = p[0];
 #pragma unroll
       for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
@@ -854,8 +888,14 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   auto reduce = [&](int64_t s, bool next) {
     if (s >= 0) ClusterWait();
     if (kWithU) {
-      if (s >= 0) cluster_sum(s, tid);
-      if (next) cta_sum(s + 1, tid, Tr::kThreads);
+      auto next_cta_sum = [&]() {
+        if (next) cta_sum(s + 1, tid, Tr::kThreads);
+      };
+      if (s >= 0) {
+        cluster_sum(s, tid, next_cta_sum);
+      } else {
+        next_cta_sum();
+      }
     } else if (warp < Tr::kOwnWarps) {
       if (s >= 0) own_stats(s);
     } else if (next) {
