@@ -3,6 +3,8 @@
 # device time is short: the daemon suite and the mHC and KDA suites at once (correctness only),
 # then the mHC bench and the KDA forward bench alone on the GPU. Binaries from
 # tools/gpu/package_for_gpu.sh (carry [".carry/gpu.tar.xz"]); summary and logs in $OUT.
+# Written 2026-11-30 for a0be671's build; the device refused that call (budget spent), so it has
+# not run on the device yet.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 L=$OUT/l
