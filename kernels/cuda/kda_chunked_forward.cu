@@ -226,6 +226,29 @@ __device__ __forceinline__ void StorePair(uint16_t* hi_base, uint16_t* lo_base, 
   *reinterpret_cast<uint32_t*>(lo_base + row + col) = lo;
 }
 
+// Four adjacent outputs of a row times a matrix: out[c] = sum over l < len of a[l] b(l)[c], each
+// its own fmaf chain in l order (len a multiple of 4; a and every b(l) 16-byte aligned). One
+// float4 load of a serves four products, where one output per thread spent two shared loads per
+// FMA (kda11: ~10% of the preparation's instructions).
+template <class BRow>
+__device__ __forceinline__ float4 RowTimesCols4(const float* a, int len, BRow b) {
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int l4 = 0; l4 < len; l4 += 4) {
+    const float4 av = *reinterpret_cast<const float4*>(a + l4);
+    const float al[4] = {av.x, av.y, av.z, av.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 bv = *reinterpret_cast<const float4*>(b(l4 + i));
+      acc.x = fmaf(al[i], bv.x, acc.x);
+      acc.y = fmaf(al[i], bv.y, acc.y);
+      acc.z = fmaf(al[i], bv.z, acc.z);
+      acc.w = fmaf(al[i], bv.w, acc.w);
+    }
+  }
+  return acc;
+}
+
 // One K half of a 16 x 8 tile of (row factors) (column factors)^T, BF16x3: the 16 rows of the
 // current sub-chunk against columns 8 nt .. 8 nt + 7, into the half's own three accumulators.
 // The full tile is (a0 + b0) + ((a1 + b1) + (a2 + b2)) over the halves' sets a and b, each an
@@ -547,9 +570,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     // Fixed-length (unrolled) sums: the extra terms multiply exact zeros of the triangular
     // factors and add +-0, so the result is bitwise the ragged sums'. A thread takes 4 adjacent
-    // columns of one row (float4 operands; every output keeps its own fmaf chain in l order, so
-    // the values are bitwise those of one output per thread): one A load serves 4 products, where
-    // one output per thread spent 2 shared loads per FMA (~10% of the kernel's instructions).
+    // columns of one row (RowTimesCols4: the values are bitwise those of one output per thread).
     constexpr int kCols = 4;
 #pragma unroll
     for (int J = 1; J < Tr::kSubs; ++J) {
@@ -559,22 +580,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int e = e0 + tid;
         if (e < items) {
           const int r = e / per_row, cc = kCols * (e % per_row);
-          const float* arow = &PackedA(sm, n + r, 0);
-          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-          for (int l4 = 0; l4 < n; l4 += 4) {
-            const float4 av = *reinterpret_cast<const float4*>(arow + l4);
-            const float al[4] = {av.x, av.y, av.z, av.w};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const float4 tv4 = *reinterpret_cast<const float4*>(&sm.u.s.tinv[l4 + i][cc]);
-              acc.x = fmaf(al[i], tv4.x, acc.x);
-              acc.y = fmaf(al[i], tv4.y, acc.y);
-              acc.z = fmaf(al[i], tv4.z, acc.z);
-              acc.w = fmaf(al[i], tv4.w, acc.w);
-            }
-          }
-          *reinterpret_cast<float4*>(&sm.u.s.r[r][cc]) = acc;
+          *reinterpret_cast<float4*>(&sm.u.s.r[r][cc]) =
+              RowTimesCols4(&PackedA(sm, n + r, 0), n, [&](int l) { return &sm.u.s.tinv[l][cc]; });
         }
       }
       __syncthreads();
@@ -583,20 +590,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int e = e0 + tid;
         if (e < items) {
           const int r = e / per_row, cc = kCols * (e % per_row);
-          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-          for (int l4 = 0; l4 < Tr::kSub; l4 += 4) {
-            const float4 dv = *reinterpret_cast<const float4*>(&sm.u.s.tinv[n + r][n + l4]);
-            const float dl[4] = {dv.x, dv.y, dv.z, dv.w};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const float4 rv = *reinterpret_cast<const float4*>(&sm.u.s.r[l4 + i][cc]);
-              acc.x = fmaf(dl[i], rv.x, acc.x);
-              acc.y = fmaf(dl[i], rv.y, acc.y);
-              acc.z = fmaf(dl[i], rv.z, acc.z);
-              acc.w = fmaf(dl[i], rv.w, acc.w);
-            }
-          }
+          const float4 acc = RowTimesCols4(&sm.u.s.tinv[n + r][n], Tr::kSub,
+                                           [&](int l) { return &sm.u.s.r[l][cc]; });
           *reinterpret_cast<float4*>(&sm.u.s.tinv[n + r][cc]) =
               make_float4(-acc.x, -acc.y, -acc.z, -acc.w);
         }
