@@ -24,18 +24,11 @@ using kda_emu::RelL2;
 using kda_emu::ToBf;
 
 int main() {
-  struct Case {
-    std::vector<int64_t> lens;
-    int64_t H;
-    double dt_mean, g_mean;
-    float lower_bound;
-    int rows;  // state pass instance
-  };
-  const Case cases[] = {{{70, 0, 1, 130, 64}, 2, 0.0, 0.0, -5.f, 16},
-                        {{1024}, 1, 0.0, 0.0, -5.f, 32},
-                        {{129, 63}, 1, -6.0, 0.0, -5.f, 64},
-                        {{200}, 1, 0.0, 6.0, -5.f, 16},
-                        {{65, 127}, 1, 0.0, 0.0, -0.3f, 32}};
+  const kda_emu::FwdCase cases[] = {{{70, 0, 1, 130, 64}, 2, 0.0, 0.0, -5.f, 16},
+                                    {{1024}, 1, 0.0, 0.0, -5.f, 32},
+                                    {{129, 63}, 1, -6.0, 0.0, -5.f, 64},
+                                    {{200}, 1, 0.0, 6.0, -5.f, 16},
+                                    {{65, 127}, 1, 0.0, 0.0, -0.3f, 32}};
   std::mt19937_64 rng(23);
   std::normal_distribution<double> nd(0.0, 1.0);
   int rc = 0;
@@ -47,7 +40,7 @@ int main() {
     const auto* c = static_cast<const unsigned char*>(data);
     for (size_t i = 0; i < bytes; ++i) hash = (hash ^ c[i]) * 1099511628211ull;
   };
-  for (const Case& cs : cases) {
+  for (const kda_emu::FwdCase& cs : cases) {
     kda_ref::Problem p;
     p.cu = {0};
     for (int64_t l : cs.lens) p.cu.push_back(p.cu.back() + l);

@@ -9,6 +9,17 @@
 
 namespace kda_emu {
 
+// A packed-document case of the forward drivers: document lengths (empty and 1-token ones
+// allowed), heads, the means of dt_bias and g (slow and saturated gates), lower_bound, and the
+// state pass instance where a driver runs one.
+struct FwdCase {
+  std::vector<int64_t> lens;
+  int64_t H;
+  double dt_mean, g_mean;
+  float lower_bound;
+  int rows = 32;
+};
+
 struct FwdInputs {
   std::vector<int64_t> cu;  // INT64 cu_seqlens, N + 1 offsets (B = 1)
   int64_t H = 0;

@@ -26,21 +26,15 @@ using kda_emu::FromBf;
 using kda_emu::ToBf;
 
 int main() {
-  struct Case {
-    std::vector<int64_t> lens;
-    int64_t H;
-    double dt_mean, g_mean;
-    float lower_bound;
-  };
-  const Case cases[] = {{{70, 0, 1, 130, 64}, 2, 0.0, 0.0, -5.f},
-                        {{1024}, 1, 0.0, 0.0, -5.f},
-                        {{129, 63}, 1, -6.0, 0.0, -5.f},
-                        {{200}, 1, 0.0, 6.0, -5.f},
-                        {{65, 127}, 1, 0.0, 0.0, -0.3f}};
+  const kda_emu::FwdCase cases[] = {{{70, 0, 1, 130, 64}, 2, 0.0, 0.0, -5.f},
+                                    {{1024}, 1, 0.0, 0.0, -5.f},
+                                    {{129, 63}, 1, -6.0, 0.0, -5.f},
+                                    {{200}, 1, 0.0, 6.0, -5.f},
+                                    {{65, 127}, 1, 0.0, 0.0, -0.3f}};
   const char* names[6] = {"W", "Q Gam", "Kdec", "M", "Uv", "Gam_C"};
   std::mt19937_64 rng(31);
   std::normal_distribution<double> nd(0.0, 1.0);
-  for (const Case& cs : cases) {
+  for (const kda_emu::FwdCase& cs : cases) {
     kda_ref::Problem p;
     p.cu = {0};
     for (int64_t l : cs.lens) p.cu.push_back(p.cu.back() + l);

@@ -31,19 +31,13 @@ int main(int argc, char** argv) {
   if (argc != 2) return 2;
   std::FILE* out = std::fopen(argv[1], "wb");
   if (out == nullptr) return 2;
-  struct Case {
-    std::vector<int64_t> lens;
-    int64_t H;
-    double dt_mean, g_mean;
-    float lower_bound;
-  };
-  const Case cases[] = {{{70, 0, 1, 130, 64}, 2, 0.0, 0.0, -5.f},
-                        {{129, 63}, 1, -6.0, 0.0, -5.f},
-                        {{200}, 1, 0.0, 6.0, -5.f},
-                        {{65, 127}, 1, 0.0, 0.0, -0.3f}};
+  const kda_emu::FwdCase cases[] = {{{70, 0, 1, 130, 64}, 2, 0.0, 0.0, -5.f},
+                                    {{129, 63}, 1, -6.0, 0.0, -5.f},
+                                    {{200}, 1, 0.0, 6.0, -5.f},
+                                    {{65, 127}, 1, 0.0, 0.0, -0.3f}};
   std::mt19937_64 rng(11);
   std::normal_distribution<double> nd(0.0, 1.0);
-  for (const Case& cs : cases) {
+  for (const kda_emu::FwdCase& cs : cases) {
     kda_emu::FwdInputs in;
     in.cu = {0};
     for (int64_t l : cs.lens) in.cu.push_back(in.cu.back() + l);
