@@ -41,29 +41,8 @@ int main() {
     for (size_t i = 0; i < bytes; ++i) hash = (hash ^ c[i]) * 1099511628211ull;
   };
   for (const kda_emu::FwdCase& cs : cases) {
-    kda_ref::Problem p;
-    p.cu = {0};
-    for (int64_t l : cs.lens) p.cu.push_back(p.cu.back() + l);
+    const kda_ref::Problem p = kda_emu::ProblemOf<kda_ref::Problem>(cs, rng, nd, true);
     const int64_t tok = p.cu.back(), N = cs.lens.size(), H = cs.H, n = tok * H * 128;
-    p.total_tokens = tok;
-    p.H = H;
-    auto fill = [&](std::vector<double>* x, int64_t cnt, double mean, double sd, bool bf) {
-      x->resize(cnt);
-      for (auto& e : *x) {
-        e = mean + sd * nd(rng);
-        e = bf ? FromBf(ToBf(float(e))) : double(float(e));
-      }
-    };
-    fill(&p.q, n, 0, 1, true);
-    fill(&p.k, n, 0, 1, true);
-    fill(&p.v, n, 0, 1, true);
-    fill(&p.g, n, cs.g_mean, 1, true);
-    fill(&p.beta, tok * H, 0, 1, true);
-    fill(&p.A_log, H, 0, 0.5, false);
-    fill(&p.dt_bias, H * 128, cs.dt_mean, 0.5, false);
-    fill(&p.s0, N * H * 128 * 128, 0, 0.1, false);
-    p.scale = double(0.0883883476f);
-    p.lower_bound = cs.lower_bound;
     std::vector<double> o_ref, s_ref;
     kda_ref::Forward(p, &o_ref, &s_ref);
 

@@ -3,6 +3,7 @@
 // kda_cuda::FwdArgs.
 #pragma once
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "kda_emu_bf16.h"
@@ -48,6 +49,40 @@ struct FwdInputs {
     return f;
   }
 };
+
+// The FP64 reference problem of case cs with the drivers' random inputs, rounded to the BF16 /
+// FP32 values the kernels take: q, k, v, beta ~ N(0, 1), g ~ N(g_mean, 1), A_log ~ N(0, 0.5),
+// dt_bias ~ N(dt_mean, 0.5), and with with_s0 the initial state ~ N(0, 0.1). rng and nd carry
+// over from case to case (nd keeps a cached draw), so a driver's cases stay its reference.
+template <typename Problem>
+Problem ProblemOf(const FwdCase& cs, std::mt19937_64& rng, std::normal_distribution<double>& nd,
+                  bool with_s0) {
+  Problem p;
+  p.cu = {0};
+  for (int64_t l : cs.lens) p.cu.push_back(p.cu.back() + l);
+  const int64_t tok = p.cu.back(), N = static_cast<int64_t>(cs.lens.size()), H = cs.H,
+                n = tok * H * 128;
+  p.total_tokens = tok;
+  p.H = H;
+  auto fill = [&](std::vector<double>* x, int64_t cnt, double mean, double sd, bool bf) {
+    x->resize(cnt);
+    for (auto& e : *x) {
+      e = mean + sd * nd(rng);
+      e = bf ? FromBf(ToBf(static_cast<float>(e))) : static_cast<double>(static_cast<float>(e));
+    }
+  };
+  fill(&p.q, n, 0, 1, true);
+  fill(&p.k, n, 0, 1, true);
+  fill(&p.v, n, 0, 1, true);
+  fill(&p.g, n, cs.g_mean, 1, true);
+  fill(&p.beta, tok * H, 0, 1, true);
+  fill(&p.A_log, H, 0, 0.5, false);
+  fill(&p.dt_bias, H * 128, cs.dt_mean, 0.5, false);
+  if (with_s0) fill(&p.s0, N * H * 128 * 128, 0, 0.1, false);
+  p.scale = static_cast<double>(0.0883883476f);
+  p.lower_bound = cs.lower_bound;
+  return p;
+}
 
 // The FP64 reference problem's inputs, already BF16 / FP32 values, in the kernels' types.
 template <typename Problem>

@@ -35,28 +35,8 @@ int main() {
   std::mt19937_64 rng(31);
   std::normal_distribution<double> nd(0.0, 1.0);
   for (const kda_emu::FwdCase& cs : cases) {
-    kda_ref::Problem p;
-    p.cu = {0};
-    for (int64_t l : cs.lens) p.cu.push_back(p.cu.back() + l);
+    const kda_ref::Problem p = kda_emu::ProblemOf<kda_ref::Problem>(cs, rng, nd, false);
     const int64_t tok = p.cu.back(), N = cs.lens.size(), H = cs.H, n = tok * H * 128;
-    p.total_tokens = tok;
-    p.H = H;
-    auto fill = [&](std::vector<double>* x, int64_t cnt, double mean, bool bf, double sd = 1.0) {
-      x->resize(cnt);
-      for (auto& e : *x) {
-        e = mean + sd * nd(rng);
-        e = bf ? FromBf(ToBf(float(e))) : double(float(e));
-      }
-    };
-    fill(&p.q, n, 0, true);
-    fill(&p.k, n, 0, true);
-    fill(&p.v, n, 0, true);
-    fill(&p.g, n, cs.g_mean, true);
-    fill(&p.beta, tok * H, 0, true);
-    fill(&p.A_log, H, 0, false, 0.5);
-    fill(&p.dt_bias, H * 128, cs.dt_mean, false, 0.5);
-    p.scale = double(0.0883883476f);
-    p.lower_bound = cs.lower_bound;
     const kda_emu::FwdInputs in = kda_emu::InputsOf(p, cs.lower_bound);
     const int64_t slots = kda_layout::ChunkSlots(tok, N);
     std::vector<unsigned char> ws(kda_layout::FwdWorkspaceBytes(1, tok, H, N), 0xA5);
