@@ -30,6 +30,7 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
+#include <type_traits>
 
 #include "kda_chunked_forward.cuh"
 #include "kda_mma.cuh"
@@ -820,21 +821,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       CpAsync16(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
     }
   };
+  // `rows` rows of 8 pieces (kChunk BF16 a row), kT / 8 rows a round.
+  auto copy_rows8 = [&](uint16_t* dst, const char* src, auto rows) {
+    constexpr int kStep = kT / 8;
+#pragma unroll
+    for (int i = 0; i < decltype(rows)::value / kStep; ++i) {
+      CpAsync16(dst + i * kStep * Tr::kTStride, src + i * kStep * kChunk * 2);
+    }
+  };
   auto load_group2 = [&](const char* rec) {
-    const char* kd = rec + kda_layout::kRecKdecT + g8;
-    uint16_t* skd = &sm.kd[0][0][0] + s8;
-#pragma unroll
-    for (int i = 0; i < 2 * kDim * 8 / kT; ++i) {
-      constexpr int kStep = kT / 8;
-      CpAsync16(skd + i * kStep * Tr::kTStride, kd + i * kStep * kChunk * 2);
-    }
-    const char* m = rec + kda_layout::kRecM + g8;
-    uint16_t* sms = &sm.m[0][0][0] + s8;
-#pragma unroll
-    for (int i = 0; i < 2 * kChunk * 8 / kT; ++i) {
-      constexpr int kStep = kT / 8;
-      CpAsync16(sms + i * kStep * Tr::kTStride, m + i * kStep * kChunk * 2);
-    }
+    copy_rows8(&sm.kd[0][0][0] + s8, rec + kda_layout::kRecKdecT + g8,
+               std::integral_constant<int, 2 * kDim>{});
+    copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
+               std::integral_constant<int, 2 * kChunk>{});
     if (tid < kDim * 4 / 16) CpAsync16(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
