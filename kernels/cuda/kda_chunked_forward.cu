@@ -639,6 +639,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       // still read conflict-free (banks follow col).
       constexpr int kPairsPerPass = kThreads / kChunk;
       constexpr int kIters = kChunk / (2 * kPairsPerPass);
+      // 384 threads (6 pairs a pass) would leave 2 of the 32 pairs unwritten (helper kda13).
+      static_assert(kIters * kPairsPerPass == kChunk / 2, "every token pair in whole passes");
       const int cl = tid % kChunk, col = cb * kChunk + cl;
       const int rot = (cl >> 3) & 3;
 #pragma unroll
