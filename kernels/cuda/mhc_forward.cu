@@ -846,7 +846,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       }
     }
   };
-  // With U: m and r of this CTA's tokens of stage s, and pre of all its tokens.
   // With U: m and r of this CTA's tokens of stage s, warps 0 and 1 (pre is the U warps').
   auto coefficients = [&](int64_t s) {
     if (!kWithU) return;
