@@ -78,16 +78,12 @@ __device__ __forceinline__ void LoadB(const uint16_t* base, int n0, int k0, uint
   b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
 }
 
-// LoadA and a hi / lo pair of LoadB by ldmatrix: the same registers from one instruction instead
-// of four (A) or four (B hi + lo) 4-byte shared loads. ncu of the forward (kda_h200.md,
-// 2026-11-30) found its kernels issue-bound with the fragment loads a quarter of the state pass's
-// instructions. Needs 16-byte aligned rows (kStride and col0 multiples of 8, base 16-aligned) and
-// the whole warp converged; under the host emulator they are LoadA / LoadB.
+// LoadA (LdmA, after LdmAP) and a hi / lo pair of LoadB by ldmatrix: the same registers from one
+// instruction instead of four (A) or four (B hi + lo) 4-byte shared loads. ncu of the forward
+// (kda_h200.md, 2026-11-30) found its kernels issue-bound with the fragment loads a quarter of the
+// state pass's instructions. Needs 16-byte aligned rows (kStride and col0 multiples of 8, base
+// 16-aligned) and the whole warp converged; under the host emulator they are scalar loads.
 #ifdef CAKEGRAD_KDA_HOST_EMU
-template <int kStride>
-__device__ __forceinline__ void LdmA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
-  LoadA<kStride>(base, row0, col0, a);
-}
 template <int kStride>
 __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* lo_base, int n0,
                                       int k0, uint32_t (&bh)[2], uint32_t (&bl)[2]) {
@@ -126,14 +122,6 @@ __device__ __forceinline__ void Stsm4(uint16_t* p, const uint32_t (&r)[4]) {
   }
 }
 template <int kStride>
-__device__ __forceinline__ void LdmA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
-  static_assert(kStride % 8 == 0, "16-byte rows");
-  const int lane = threadIdx.x & 31;
-  // Matrices: rows 0-7 / 8-15 at col0, then at col0 + 8: a[0] .. a[3] of LoadA.
-  Ldsm4<false>(base + (row0 + (lane & 15)) * kStride + col0 + 8 * (lane >> 4), a[0], a[1], a[2],
-               a[3]);
-}
-template <int kStride>
 __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* lo_base, int n0,
                                       int k0, uint32_t (&bh)[2], uint32_t (&bl)[2]) {
   static_assert(kStride % 8 == 0, "16-byte rows");
@@ -164,6 +152,13 @@ __device__ __forceinline__ void LdmAP(Piece piece, uint32_t (&a)[4]) {
   Ldsm4<false>(piece(lane & 15, lane >> 4), a[0], a[1], a[2], a[3]);
 }
 #endif
+
+// LoadA's A tile at rows row0 .., columns col0 .. of a row-major BF16 buffer, by LdmAP.
+template <int kStride>
+__device__ __forceinline__ void LdmA(const uint16_t* base, int row0, int col0, uint32_t (&a)[4]) {
+  static_assert(kStride % 8 == 0, "16-byte rows");
+  LdmAP([&](int r, int q) { return base + (row0 + r) * kStride + col0 + 8 * q; }, a);
+}
 
 // B fragments (16 x 8) of two n-tiles of a row-major BF16 B[k][n] (B itself, not its transpose),
 // at k0 and columns n0 .. n0 + 15: b0 for n0, b1 for n0 + 8, LoadB's layout (lane (g, q) holds
