@@ -783,9 +783,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // The chain's warps (U, S1 and the state; all warps without o warps) and o's warps.
   const bool chain = !Tr::kOWarps || warp < Tr::kRoleWarps, ow = !Tr::kOWarps || !chain;
   // Token tile of U and o, and K quarter of the state step; the kVP 16-row state tiles of both,
-  // vt0 .. vt0 + kVP - 1.
+  // vt0 .. vt0 + kVP - 1. With two o warps per scheduler (warp % 4), the second takes the token
+  // tiles in reverse, so that each scheduler's o warps do 1 + 4 = 2 + 3 k-steps of the causal
+  // M U (the same accumulators in the same order, only another warp): with o on token tile
+  // warp % 4 throughout, the last scheduler's tensor pipe got 4 + 4 k-steps and the first 1 + 1.
   constexpr int kVP = Tr::kVPerWarp;
-  const int mt = warp & 3, vt0 = kVP * ((warp % Tr::kRoleWarps) >> 2);
+  const int vg = (warp % Tr::kRoleWarps) >> 2, vt0 = kVP * vg;
+  const int mt =
+      Tr::kOWarps && Tr::kRoleWarps >= 8 && !chain && (vg & 1) ? 3 - (warp & 3) : warp & 3;
   const int v0 = slice * kRows;
 
   int64_t bos, eos;
@@ -952,7 +957,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       // accumulator index stays static (registers). The A fragments serve the warp's kVP tiles.
       auto product = [&](const uint16_t* a_hi, const uint16_t* a_lo, float(&x0)[kVP][2][4],
                          float(&x1)[kVP][2][4], float(&x2)[kVP][2][4]) {
-#pragma unroll 2
+      // Not unrolled with two tiles (four accumulators a k-step): unrolled by two, the 64-row
+      // instance with the reversed o warps spilled 16 bytes (128 registers).
+#pragma unroll(kVP == 2 ? 1 : 2)
         for (int ks = 0; ks < kDim / 16; ++ks) {
           uint32_t ah[4], al[4];
           LdmA<Tr::kKStride>(a_hi, mt * 16, ks * 16, ah);
