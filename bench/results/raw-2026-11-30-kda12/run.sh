@@ -12,6 +12,7 @@
 # memcheck and racecheck on *Sanitize* (now with SanitizeSixtyFourRowStatePass: the 64-row pass's
 # forward and checkpoint instances) in parallel with ncu of the 64-row (packed shape) and 32-row
 # ((1, 8192, 32)) state pass per build (durations indicative there: the checks share the GPU);
+# then a full-set ncu of cand2's 64-row pass split at barriers (bench/ncu_sass_segments.py);
 # 5. the full bench (chunked backward: its recompute runs the checkpoint instances) of base and
 # cand3 if time is left. Everything bounded so the call ends within ~330 s; logs in $OUT/kda12.tgz.
 set -uo pipefail
@@ -67,6 +68,21 @@ for cs in 2 0; do
       "$out/ncu_state_case${cs}_$b.csv"
   done
 done
+pack
+# A full-set profile of cand2's 64-row pass (its stalls by stretch, as kda11's of main's).
+if [ $(el) -lt 200 ]; then
+  KDA_BENCH_FWD_ONLY=1 KDA_BENCH_CASES=2 timeout 35 ncu --clock-control none --set full \
+    --import-source no -k regex:KdaChunkState --launch-skip 3 -c 1 -o /tmp/kda12_st64 \
+    $D/cand2/cakegrad_kda_bench > "$out/ncu_st64_cand2.log" 2>&1
+  echo "ncu full st64 cand2 rc=$? at $(el) s"
+  timeout 10 ncu -i /tmp/kda12_st64.ncu-rep --page details > "$out/details_st64_cand2.txt" 2>&1
+  timeout 10 ncu -i /tmp/kda12_st64.ncu-rep --page source --csv --print-source sass \
+    > /tmp/kda12_src64.csv 2>&1
+  timeout 10 python3 bench/ncu_sass_segments.py /tmp/kda12_src64.csv > "$out/segments_st64_cand2.txt" 2>&1
+  head -14 "$out/segments_st64_cand2.txt"
+  grep -E "Duration|Issued Ipc|Eligible Warps|Warp Cycles Per Issued|L2 Cache Throughput" \
+    "$out/details_st64_cand2.txt" | head -6
+fi
 pack
 wait $p1 $p2 $p3 $p4
 echo "== checks done at $(el) s"
