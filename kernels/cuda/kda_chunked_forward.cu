@@ -21,8 +21,8 @@
 //    already split.
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
-//    rows, so 2, 4 or 8 CTAs share a (document, head); with 8 (16-row slices) o has warps of its
-//    own beside the chain's.
+//    rows, so 2, 4 or 8 CTAs share a (document, head); with 8 (16-row slices) or 2 (64-row slices)
+//    o has warps of its own beside the chain's.
 // In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
 // stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
@@ -134,8 +134,13 @@ struct StateTraits {
   // which run (Q Gam) S0^T and M U beside the chain's U and S1 between the same barriers: the
   // chain warps' per-chunk instruction stream (the pass's critical path) loses the o products
   // (H200: -1.4% for this pass; its step is bound by latency and L2 reads, not by issue).
-  static constexpr bool kOWarps = kRows == 16;
-  static constexpr int kRoleWarps = 4 * kVTiles;  // warp = (token tile | K quarter, state tile)
+  // 64-row slices do the same with two state tiles per warp (8 chain and 8 o warps, 512 threads
+  // as before, so 128 registers still suffice): the chain's second stretch (S1) no longer waits
+  // behind M U and the o stores, whose single accumulator set makes them a 12-deep mma chain.
+  static constexpr bool kOWarps = kRows == 16 || kRows == 64;
+  static constexpr int kVPerWarp = kRows == 64 ? 2 : 1;  // 16-row state tiles per role warp
+  // warp = (token tile | K quarter, kVPerWarp state tiles)
+  static constexpr int kRoleWarps = 4 * kVTiles / kVPerWarp;
   static constexpr int kWarps = (kOWarps ? 2 : 1) * kRoleWarps;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kSlices = kDim / kRows;  // CTAs per (document, head)
@@ -148,7 +153,8 @@ struct StateTraits {
   // Three accumulator sets per BF16x3 product (independent mma chains) where the registers allow;
   // 16 warps (64 rows) get 128 registers per thread and accumulate into one set.
   static constexpr bool kSplitAcc = kRows <= 32;
-  static_assert(kRows % 16 == 0 && kDim % kRows == 0, "16-row tiles, whole slices");
+  static_assert(kRows % 16 == 0 && kDim % kRows == 0 && kVTiles % kVPerWarp == 0,
+                "16-row tiles, whole slices, whole tile groups per warp");
   static_assert(kChunk == 4 * 16 && kDim == 4 * 32, "4 token tiles of 16, 4 K quarters of 32");
 };
 
@@ -776,10 +782,17 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const int64_t H = a.s.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  // Token tile of U and o, and K quarter of the state step; 16-row state tile of both.
-  const int mt = warp & 3, vt = (warp % Tr::kRoleWarps) >> 2;
   // The chain's warps (U, S1 and the state; all warps without o warps) and o's warps.
   const bool chain = !Tr::kOWarps || warp < Tr::kRoleWarps, ow = !Tr::kOWarps || !chain;
+  // Token tile of U and o, and K quarter of the state step; the kVP 16-row state tiles of both,
+  // vt0 .. vt0 + kVP - 1. With two o warps per scheduler (warp % 4), the second takes the token
+  // tiles in reverse, so that each scheduler's o warps do 1 + 4 = 2 + 3 k-steps of the causal
+  // M U (the same accumulators in the same order, only another warp): with o on token tile
+  // warp % 4 throughout, the last scheduler's tensor pipe got 4 + 4 k-steps and the first 1 + 1.
+  constexpr int kVP = Tr::kVPerWarp;
+  const int vg = (warp % Tr::kRoleWarps) >> 2, vt0 = kVP * vg;
+  const int mt =
+      Tr::kOWarps && Tr::kRoleWarps >= 8 && !chain && (vg & 1) ? 3 - (warp & 3) : warp & 3;
   const int v0 = slice * kRows;
 
   int64_t bos, eos;
@@ -839,40 +852,47 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (tid < kDim * 4 / 16) CpAsync16(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
-  // The warp's state: rows vt*16 + g (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).
-  const int srow = vt * 16 + g;
-  float st[4][4];
+  // The warp's state: rows srow + 16 j (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).
+  const int srow = vt0 * 16 + g;
+  float st[kVP][4][4];
   {
     const float* init = a.initial_state == nullptr
                             ? nullptr
                             : a.initial_state + (n * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int col = 32 * mt + 8 * nt + 2 * tq;
-      float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
-      if (chain && init != nullptr) {
-        x = *reinterpret_cast<const float2*>(init + srow * kDim + col);
-        y = *reinterpret_cast<const float2*>(init + (srow + 8) * kDim + col);
+    for (int j = 0; j < kVP; ++j) {
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int col = 32 * mt + 8 * nt + 2 * tq;
+        float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
+        if (chain && init != nullptr) {
+          x = *reinterpret_cast<const float2*>(init + (srow + 16 * j) * kDim + col);
+          y = *reinterpret_cast<const float2*>(init + (srow + 16 * j + 8) * kDim + col);
+        }
+        st[j][nt][0] = x.x;
+        st[j][nt][1] = x.y;
+        st[j][nt][2] = y.x;
+        st[j][nt][3] = y.y;
       }
-      st[nt][0] = x.x;
-      st[nt][1] = x.y;
-      st[nt][2] = y.x;
-      st[nt][3] = y.y;
     }
   }
   // S0 split into shared memory: rows srow (+ 8), columns 32 mt + 8 nt + 2 tq (+ 1), two column
   // tiles per stmatrix.
   auto store_state = [&]() {
 #pragma unroll
-    for (int np = 0; np < 2; ++np) {
-      uint32_t hi[4], lo[4];
+    for (int j = 0; j < kVP; ++j) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int nt = 2 * np + (i >> 1), hh = i & 1;
-        SplitPair(st[nt][2 * hh], st[nt][2 * hh + 1], &hi[i], &lo[i]);
+      for (int np = 0; np < 2; ++np) {
+        uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int nt = 2 * np + (i >> 1), hh = i & 1;
+          SplitPair(st[j][nt][2 * hh], st[j][nt][2 * hh + 1], &hi[i], &lo[i]);
+        }
+        const int vt = vt0 + j;
+        Stm4<Tr::kKStride>(&sm.s[0][0][0], vt * 16, 32 * mt + 16 * np, hi);
+        Stm4<Tr::kKStride>(&sm.s[1][0][0], vt * 16, 32 * mt + 16 * np, lo);
       }
-      Stm4<Tr::kKStride>(&sm.s[0][0][0], vt * 16, 32 * mt + 16 * np, hi);
-      Stm4<Tr::kKStride>(&sm.s[1][0][0], vt * 16, 32 * mt + 16 * np, lo);
     }
   };
   if (chain) store_state();
@@ -898,11 +918,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (kCheckpoint && chain) {
       float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int col = 32 * mt + 8 * nt + 2 * tq;
-        *reinterpret_cast<float2*>(ck + srow * kDim + col) = make_float2(st[nt][0], st[nt][1]);
-        *reinterpret_cast<float2*>(ck + (srow + 8) * kDim + col) =
-            make_float2(st[nt][2], st[nt][3]);
+      for (int j = 0; j < kVP; ++j) {
+        const int r = srow + 16 * j;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const int col = 32 * mt + 8 * nt + 2 * tq;
+          *reinterpret_cast<float2*>(ck + r * kDim + col) = make_float2(st[j][nt][0], st[j][nt][1]);
+          *reinterpret_cast<float2*>(ck + (r + 8) * kDim + col) =
+              make_float2(st[j][nt][2], st[j][nt][3]);
+        }
       }
     }
     CpAsyncWait<kWaitTop>();  // group 1 of chunk c
@@ -911,34 +935,47 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt. With o
     // warps, the chain's warps take U and the o warps (Q Gam) S0^T, each accumulator getting the
     // same mma sequence as in one warp (o is bitwise the same).
-    float u0[2][4], u1[2][4], u2[2][4], o0[2][4], o1[2][4], o2[2][4];
+    float u0[kVP][2][4], u1[kVP][2][4], u2[kVP][2][4];
+    float o0[kVP][2][4], o1[kVP][2][4], o2[kVP][2][4];
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const int row = mt * 16 + g, col = vt * 16 + nt * 8 + 2 * tq;
-      if (chain) {
-        u0[nt][0] = sm.uv[b][row][col];
-        u0[nt][1] = sm.uv[b][row][col + 1];
-        u0[nt][2] = sm.uv[b][row + 8][col];
-        u0[nt][3] = sm.uv[b][row + 8][col + 1];
+    for (int j = 0; j < kVP; ++j) {
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int row = mt * 16 + g, col = (vt0 + j) * 16 + nt * 8 + 2 * tq;
+        if (chain) {
+          u0[j][nt][0] = sm.uv[b][row][col];
+          u0[j][nt][1] = sm.uv[b][row][col + 1];
+          u0[j][nt][2] = sm.uv[b][row + 8][col];
+          u0[j][nt][3] = sm.uv[b][row + 8][col + 1];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          u1[j][nt][i] = u2[j][nt][i] = o0[j][nt][i] = o1[j][nt][i] = o2[j][nt][i] = 0.f;
+        }
       }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) u1[nt][i] = u2[nt][i] = o0[nt][i] = o1[nt][i] = o2[nt][i] = 0.f;
     }
     if constexpr (Tr::kOWarps) {
       // One operand and accumulator set per warp: called once per role, so that every
-      // accumulator index stays static (registers).
-      auto product = [&](const uint16_t* a_hi, const uint16_t* a_lo, float(&x0)[2][4],
-                         float(&x1)[2][4], float(&x2)[2][4]) {
-#pragma unroll 2
+      // accumulator index stays static (registers). The A fragments serve the warp's kVP tiles.
+      auto product = [&](const uint16_t* a_hi, const uint16_t* a_lo, float(&x0)[kVP][2][4],
+                         float(&x1)[kVP][2][4], float(&x2)[kVP][2][4]) {
+      // Not unrolled with two tiles (four accumulators a k-step): unrolled by two, the 64-row
+      // instance with the reversed o warps spilled 16 bytes (128 registers).
+#pragma unroll(kVP == 2 ? 1 : 2)
         for (int ks = 0; ks < kDim / 16; ++ks) {
           uint32_t ah[4], al[4];
           LdmA<Tr::kKStride>(a_hi, mt * 16, ks * 16, ah);
           LdmA<Tr::kKStride>(a_lo, mt * 16, ks * 16, al);
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
-            uint32_t sh[2], sl[2];
-            LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sh, sl);
-            Mma3(x0[nt], x1[nt], x2[nt], ah, al, sh, sl);
+          for (int j = 0; j < kVP; ++j) {
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+              uint32_t sh[2], sl[2];
+              LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], (vt0 + j) * 16 + nt * 8, ks * 16,
+                                  sh, sl);
+              Mma3(x0[j][nt], Tr::kSplitAcc ? x1[j][nt] : x0[j][nt],
+                   Tr::kSplitAcc ? x2[j][nt] : x0[j][nt], ah, al, sh, sl);
+            }
           }
         }
       };
@@ -956,28 +993,35 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
         LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          uint32_t sh[2], sl[2];
-          LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], vt * 16 + nt * 8, ks * 16, sh, sl);
-          Mma3(u0[nt], Tr::kSplitAcc ? u1[nt] : u0[nt], Tr::kSplitAcc ? u2[nt] : u0[nt], wh, wl, sh,
-               sl);
-          Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], qh, ql, sh,
-               sl);
+        for (int j = 0; j < kVP; ++j) {
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            uint32_t sh[2], sl[2];
+            LdmB2<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], (vt0 + j) * 16 + nt * 8, ks * 16,
+                                sh, sl);
+            Mma3(u0[j][nt], Tr::kSplitAcc ? u1[j][nt] : u0[j][nt],
+                 Tr::kSplitAcc ? u2[j][nt] : u0[j][nt], wh, wl, sh, sl);
+            Mma3(o0[j][nt], Tr::kSplitAcc ? o1[j][nt] : o0[j][nt],
+                 Tr::kSplitAcc ? o2[j][nt] : o0[j][nt], qh, ql, sh, sl);
+          }
         }
       }
     }
     // U^T into shared memory, split (token mt*16 + g (+8), state row vt*16 + nt*8 + 2 tq (+1)):
     // the U tiles transposed by stmatrix, where 2-byte scalar stores took 32 per plane and warp.
     if (chain) {
-      uint32_t uh[4], ul[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int nt = i >> 1, e = 2 * (i & 1);
-        SplitPair(u0[nt][e] + (u1[nt][e] + u2[nt][e]),
-                  u0[nt][e + 1] + (u1[nt][e + 1] + u2[nt][e + 1]), &uh[i], &ul[i]);
+      for (int j = 0; j < kVP; ++j) {
+        uint32_t uh[4], ul[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int nt = i >> 1, e = 2 * (i & 1);
+          SplitPair(u0[j][nt][e] + (u1[j][nt][e] + u2[j][nt][e]),
+                    u0[j][nt][e + 1] + (u1[j][nt][e + 1] + u2[j][nt][e + 1]), &uh[i], &ul[i]);
+        }
+        StmT4<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, mt * 16, uh);
+        StmT4<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, mt * 16, ul);
       }
-      StmT4<Tr::kTStride>(&sm.u[0][0][0], vt * 16, mt * 16, uh);
-      StmT4<Tr::kTStride>(&sm.u[1][0][0], vt * 16, mt * 16, ul);
     }
     CpAsyncWait<0>();  // group 2 of chunk c
     __syncthreads();
@@ -992,11 +1036,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         LdmA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
         LdmA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          uint32_t bh[2], bl[2];
-          LdmB2<Tr::kTStride>(&sm.u[0][0][0], &sm.u[1][0][0], vt * 16 + nt * 8, ks * 16, bh, bl);
-          Mma3(o0[nt], Tr::kSplitAcc ? o1[nt] : o0[nt], Tr::kSplitAcc ? o2[nt] : o0[nt], mh, ml, bh,
-               bl);
+        for (int j = 0; j < kVP; ++j) {
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            uint32_t bh[2], bl[2];
+            LdmB2<Tr::kTStride>(&sm.u[0][0][0], &sm.u[1][0][0], (vt0 + j) * 16 + nt * 8, ks * 16,
+                                bh, bl);
+            Mma3(o0[j][nt], Tr::kSplitAcc ? o1[j][nt] : o0[j][nt],
+                 Tr::kSplitAcc ? o2[j][nt] : o0[j][nt], mh, ml, bh, bl);
+          }
         }
       }
     }
@@ -1004,52 +1052,70 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       const int64_t tok0 = bos + c * kChunk;
       const int64_t valid = min(int64_t{kChunk}, eos - tok0);
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const int col = v0 + vt * 16 + nt * 8 + 2 * tq;
+      for (int j = 0; j < kVP; ++j) {
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const int row = mt * 16 + g + 8 * hh;
-          if (!kCheckpoint && ow && row < valid) {
-            const float x0 = a.s.scale * (o0[nt][2 * hh] + (o1[nt][2 * hh] + o2[nt][2 * hh]));
-            const float x1 =
-                a.s.scale * (o0[nt][2 * hh + 1] + (o1[nt][2 * hh + 1] + o2[nt][2 * hh + 1]));
-            *reinterpret_cast<uint32_t*>(a.o + ((tok0 + row) * H + h) * kDim + col) =
-                uint32_t(ToBf16(x0)) | (uint32_t(ToBf16(x1)) << 16);
+        for (int nt = 0; nt < 2; ++nt) {
+          const int col = v0 + (vt0 + j) * 16 + nt * 8 + 2 * tq;
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int row = mt * 16 + g + 8 * hh;
+            if (!kCheckpoint && ow && row < valid) {
+              const float(&x)[4] = o0[j][nt], (&y)[4] = o1[j][nt], (&z)[4] = o2[j][nt];
+              const float x0 = a.s.scale * (x[2 * hh] + (y[2 * hh] + z[2 * hh]));
+              const float x1 = a.s.scale * (x[2 * hh + 1] + (y[2 * hh + 1] + z[2 * hh + 1]));
+              *reinterpret_cast<uint32_t*>(a.o + ((tok0 + row) * H + h) * kDim + col) =
+                  uint32_t(ToBf16(x0)) | (uint32_t(ToBf16(x1)) << 16);
+            }
           }
         }
       }
     }
 
-    // S1 = S0 Gam_C + U^T Kdec: state tile vt, K quarter mt.
+    // S1 = S0 Gam_C + U^T Kdec: state tiles vt, K quarter mt; each Kdec fragment serves the
+    // warp's kVP tiles.
     if (chain) {
-      float p1[4][4], p2[4][4];
+      float p1[kVP][4][4], p2[kVP][4][4];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
         const float2 d = *reinterpret_cast<const float2*>(&sm.gc[32 * mt + 8 * nt + 2 * tq]);
-        st[nt][0] *= d.x;
-        st[nt][1] *= d.y;
-        st[nt][2] *= d.x;
-        st[nt][3] *= d.y;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) p1[nt][i] = p2[nt][i] = 0.f;
+        for (int j = 0; j < kVP; ++j) {
+          st[j][nt][0] *= d.x;
+          st[j][nt][1] *= d.y;
+          st[j][nt][2] *= d.x;
+          st[j][nt][3] *= d.y;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) p1[j][nt][i] = p2[j][nt][i] = 0.f;
+        }
       }
-#pragma unroll 2
+      // Two state tiles give each k-step eight independent accumulators; unrolled by two, the
+      // 64-row instance spilled (128 registers).
+#pragma unroll(kVP == 2 ? 1 : 2)
       for (int ks = 0; ks < kChunk / 16; ++ks) {
-        uint32_t ah[4], al[4];
-        LdmA<Tr::kTStride>(&sm.u[0][0][0], vt * 16, ks * 16, ah);
-        LdmA<Tr::kTStride>(&sm.u[1][0][0], vt * 16, ks * 16, al);
+        uint32_t ah[kVP][4], al[kVP][4];
+#pragma unroll
+        for (int j = 0; j < kVP; ++j) {
+          LdmA<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, ks * 16, ah[j]);
+          LdmA<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, ks * 16, al[j]);
+        }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           uint32_t bh[2], bl[2];
           LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh, bl);
-          Mma3(st[nt], Tr::kSplitAcc ? p1[nt] : st[nt], Tr::kSplitAcc ? p2[nt] : st[nt], ah, al, bh,
-               bl);
+#pragma unroll
+          for (int j = 0; j < kVP; ++j) {
+            Mma3(st[j][nt], Tr::kSplitAcc ? p1[j][nt] : st[j][nt],
+                 Tr::kSplitAcc ? p2[j][nt] : st[j][nt], ah[j], al[j], bh, bl);
+          }
         }
       }
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
+      for (int j = 0; j < kVP; ++j) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) st[nt][i] += p1[nt][i] + p2[nt][i];
+        for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) st[j][nt][i] += p1[j][nt][i] + p2[j][nt][i];
+        }
       }
     }
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
@@ -1061,10 +1127,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   if (chain && a.final_state != nullptr) {
     float* fs = a.final_state + (n * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int col = 32 * mt + 8 * nt + 2 * tq;
-      *reinterpret_cast<float2*>(fs + srow * kDim + col) = make_float2(st[nt][0], st[nt][1]);
-      *reinterpret_cast<float2*>(fs + (srow + 8) * kDim + col) = make_float2(st[nt][2], st[nt][3]);
+    for (int j = 0; j < kVP; ++j) {
+      const int r = srow + 16 * j;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int col = 32 * mt + 8 * nt + 2 * tq;
+        *reinterpret_cast<float2*>(fs + r * kDim + col) = make_float2(st[j][nt][0], st[j][nt][1]);
+        *reinterpret_cast<float2*>(fs + (r + 8) * kDim + col) =
+            make_float2(st[j][nt][2], st[j][nt][3]);
+      }
     }
   }
 }

@@ -720,6 +720,35 @@ TEST(KdaKernels, SanitizePackedAndMalformedCuSeqlens) {
   }
 }
 
+// The 64-row state pass (its forward and its checkpoint instance, the chunked backward's
+// recompute) under compute-sanitizer: the other *Sanitize* problems have few (document, head)
+// chains and take the 16-row pass. 17 short documents x 4 heads = 68 chains, past the 32-row
+// pass's two waves on the H200 (4 slices x 68 > 2 x 132 SMs), so the same dispatch takes 64 rows.
+// Every output written and finite, and within SPEC of the FP64 reference.
+TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
+  CAKEGRAD_REQUIRE_GPU();
+  int dev = 0, sms = 0;
+  CUDA_ASSERT_OK(cudaGetDevice(&dev));
+  CUDA_ASSERT_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 2, 1, 0, 17, 1, 5, 1, 1, 70, 2, 130};
+  const int64_t H = 4;
+  ASSERT_GT(static_cast<int64_t>(lens.size()) * H * 4, 2 * sms) << "not the 64-row pass";
+  Problem pr(Packed(lens, H, /*int32=*/false));
+  pr.Poison();
+  RunBothChunked(pr, nullptr);
+  const auto snaps = pr.Snapshot();
+  for (size_t i = 0; i < snaps.size(); ++i) {
+    const bool fp32 = i == 1 || i >= 7;
+    const size_t width = fp32 ? 4 : 2;
+    for (size_t b = 0; b < snaps[i].size(); b += width) {
+      const uint32_t hi = fp32 ? (uint32_t(snaps[i][b + 3]) << 8 | snaps[i][b + 2])
+                               : (uint32_t(snaps[i][b + 1]) << 8 | snaps[i][b]);
+      ASSERT_NE(hi & 0x7f80u, 0x7f80u) << "output " << i << " element " << b / width;
+    }
+  }
+  CheckAgainstFp64(pr, "kda 64-row chunked bwd");
+}
+
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
 TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
