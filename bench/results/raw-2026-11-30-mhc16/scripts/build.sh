@@ -41,7 +41,7 @@ done
 cp "$here/run.sh" "$here/SOURCE.txt" "$here/expected_fhash.txt" "$dest/"
 { echo "built $(date -u +%FT%TZ) on $(hostname): $(sort -u "$work/refs.txt" | tr '\n' ' ')"
   for v in base cand; do
-    (cd "$dest/$v" && md5sum cakegrad_mhc_bench cakegrad_gpu_mhc_tests fhash | sed "s@ @ $v/@")
+    (cd "$dest/$v" && md5sum cakegrad_mhc_bench cakegrad_gpu_mhc_tests fhash | sed "s@  @  $v/@")
   done; } > "$dest/BUILT.txt"
 rm -f "$work/refs.txt"
 cat "$dest/BUILT.txt"
