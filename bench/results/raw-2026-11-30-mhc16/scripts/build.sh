@@ -19,7 +19,8 @@ for v in base cand; do
   ref=$base_ref
   [ $v = cand ] && ref=$cand_ref
   src=$work/src-$v bld=$work/build-$v
-  rm -rf "$src"
+  # Fresh trees: git archive stamps files with the commit time, which can predate old objects.
+  rm -rf "$src" "$bld"
   mkdir -p "$src"
   git -C "$repo" archive "$ref" | tar x -C "$src"
   cmake -S "$src" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAKEGRAD_KERNELS_ONLY=ON \
