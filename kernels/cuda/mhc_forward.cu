@@ -328,8 +328,8 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     warp keeps the A fragments of [fn_hi; fn_lo] for its k in registers for the whole kernel
 //     (24 kG registers), loaded once from the split copy.
 //   - The cluster walks 32-token stages (its share of ceil(T / 32)); each CTA streams its X
-//     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with one tensor copy into
-//     one of kStages shared buffers, two stages ahead.
+//     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with kG swizzled tensor
+//     copies (64 channels each) into one of kStages shared buffers, two stages ahead.
 //   - Per stage each warp multiplies its k on the tensor cores (fresh accumulators: at most 128 k
 //     per warp, so the MMA's truncating FP32 accumulation never runs long), adds hi + lo, and
 //     gets sq from the same MMAs (the diagonal of x x^T). The CTA sums its 8 warps in order; the
@@ -379,6 +379,20 @@ struct FwdClusterTraits {
   static constexpr int kWarpChunks = kStreamChunks / kSplit;  // kGroups 32-k groups
   static constexpr int kRowBytes = 16 * kRowChunks;
   static constexpr int kStageBytes = kStageTok * kRowBytes;
+  // A stage lands as kBoxes tensor copies of 64 channels (128 bytes: the span of
+  // CU_TENSOR_MAP_SWIZZLE_128B) x kBoxRows rows (row 4 tok + stream), box j holding the slice's
+  // 16-byte chunks 8j..8j+7 of every row, chunk c of row r stored at chunk c ^ (r % 8) of its
+  // 128-byte line (the swizzle, on 1024-byte aligned boxes). One dense box of 512-byte rows put
+  // the MMA warps' token rows 2 KB apart, on the same banks: a quarter-warp's 16-byte loads (tokens
+  // g, g + 1 x 4 chunks) took two wavefronts (ncu, H200, T = 16384: 25% of the with-U kernel's
+  // shared wavefronts were excess, helper mhc15). With the XOR, tokens g and g + 1 (rows 4 apart)
+  // read chunk sets that differ in bit 2: 8 distinct 16-byte bank groups (helper mhc16; compiled,
+  // its addresses checked on the host, not yet timed on the device).
+  static constexpr int kBoxCh = 64;
+  static constexpr int kBoxes = kSliceCh / kBoxCh;
+  static constexpr int kBoxRows = 4 * kStageTok;
+  static constexpr int kLineBytes = 2 * kBoxCh;  // one row of a box
+  static constexpr int kBoxBytes = kBoxRows * kLineBytes;
   static constexpr int kVals = kLogits + 1;  // z_0..23, sq
   // floats; unpadded rows with an XOR swizzle (see wp_index).
   static constexpr int kWStride = kStageTok;
@@ -429,6 +443,14 @@ struct FwdClusterTraits {
   static_assert(kG >= 1 && kG <= 4, "fn fragments take 48 kG / kSplit registers");
   static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
   static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
+  static_assert(kBoxes * kBoxBytes == kStageBytes, "a stage is whole boxes");
+  static_assert(kBoxRows <= 256, "a tensor copy's box has at most 256 rows");
+  static_assert(kBoxBytes % 1024 == 0 && kStageBytes % 1024 == 0,
+                "boxes start on the 128-byte swizzle's 1024-byte period");
+  static_assert(kWarpChunks % 8 == 0, "a warp's k is whole boxes (kG even)");
+  static_assert((kUThreads / kStreamChunks) % 2 == 0, "a U thread's tokens keep one row parity");
+  // The dynamic buffer starts 1024-byte aligned, after up to 1 KB of static shared memory.
+  static_assert(kSmemBytes + 1024 <= 227 * 1024, "shared memory of one CTA with the alignment");
   static_assert(kWarpChunks % 4 == 0, "a warp's k is whole 32-k groups");
   static_assert(kNTiles % kTilesAStep == 0, "token tiles are multiplied kTilesAStep at a time");
   static_assert(kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
@@ -473,6 +495,13 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
   constexpr int kBatch = 4;
   constexpr int kSlots = (kItems + kBatch - 1) / kBatch * kBatch;
   const int c8 = utid % Tr::kStreamChunks;
+  // Item it's token is utid / kStreamChunks + (kUThreads / kStreamChunks) k: its rows 4 tok + a
+  // keep this thread's parity p of tok, so the swizzled chunk (c8 % 8) ^ (4 p + a) is this
+  // thread's (c8 % 8) ^ 4p XOR a, and each quarter-warp (one box line) still reads 8 distinct
+  // chunks. xo: the offset of stream 0's chunk of the thread's first token.
+  const int tok0 = utid / Tr::kStreamChunks;
+  const int xo =
+      (c8 / 8) * Tr::kBoxBytes + 4 * tok0 * Tr::kLineBytes + 16 * ((c8 % 8) ^ (4 * (tok0 & 1)));
   // pre's inputs of this thread's (at most two) pre items, a = i / kStageTok, in registers.
   const float scale0 = scale[0];
   float bpre[2];
@@ -520,10 +549,11 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
       for (int b = 0; b < kBatch; ++b) {
         const int it = utid + (b0 + b) * Tr::kUThreads;
         if (kAll % Tr::kUThreads == 0 || it < kAll) {
-          const unsigned char* row = xs + (it / Tr::kStreamChunks) * Tr::kRowBytes;
+          const unsigned char* row =
+              xs + 4 * ((b0 + b) * (Tr::kUThreads / Tr::kStreamChunks)) * Tr::kLineBytes;
 #pragma unroll
           for (int a = 0; a < 4; ++a) {
-            xr[b][a] = *reinterpret_cast<const uint4*>(row + 16 * (a * Tr::kStreamChunks + c8));
+            xr[b][a] = *reinterpret_cast<const uint4*>(row + a * Tr::kLineBytes + (xo ^ (16 * a)));
           }
         }
       }
@@ -550,9 +580,13 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
       if (sn < nstages) {
         const int b = static_cast<int>(sn % Tr::kStages);
         MbarArriveExpectTx(&full_bar[b], Tr::kStageBytes);
-        TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes), xmap, static_cast<int>(ch0),
-                  static_cast<int>(4 * (cluster + sn * nclusters) * Tr::kStageTok),
-                  SmemAddr(&full_bar[b]));
+#pragma unroll
+        for (int j = 0; j < Tr::kBoxes; ++j) {
+          TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes + j * Tr::kBoxBytes), xmap,
+                    static_cast<int>(ch0) + j * Tr::kBoxCh,
+                    static_cast<int>(4 * (cluster + sn * nclusters) * Tr::kStageTok),
+                    SmemAddr(&full_bar[b]));
+        }
       }
     }
   }
@@ -568,10 +602,11 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   constexpr int kG = Tr::kGroups;  // 32-k groups of this warp
   constexpr int64_t C = Tr::kC;
   constexpr int64_t K = 4 * C;
-  extern __shared__ __align__(128) unsigned char smem[];
+  // 1024-byte aligned: the swizzle pattern of a box follows its shared address bits 7..9.
+  extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ uint64_t full_bar[Tr::kStages];    // stage landed, per buffer
   __shared__ uint64_t zs_full[2], zs_empty[2];  // with U: zs_all of a parity written / used
-  unsigned char* xbuf = smem;                   // [kStages][kStageTok][kRowBytes]
+  unsigned char* xbuf = smem;                   // [kStages][kBoxes][kBoxRows][kLineBytes]
   float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
   float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
   // wpart holds the next stage's warp partials while this stage's cluster sums are used.
@@ -633,9 +668,9 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     }
   }
 
-  // One tensor copy a stage: box {C/16 channels, 4 streams x kStageTok tokens} of X viewed as
-  // [4T, C], landing as [token][stream][channel] rows; rows past 4T are zero-filled, so tokens
-  // past T give zero sums (never written).
+  // kBoxes tensor copies a stage: boxes {64 channels, 4 streams x kStageTok tokens} of X viewed
+  // as [4T, C], each landing as [token][stream] rows of 64 channels, swizzled (see kBoxCh); rows
+  // past 4T are zero-filled, so tokens past T give zero sums (never written).
   if constexpr (!kWithU) {
     if (tid == 0) {
       for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
@@ -656,8 +691,12 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     const int b = static_cast<int>(s % Tr::kStages);
     MbarArriveExpectTx(&full_bar[b], Tr::kStageBytes);
-    TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes), &xmap, static_cast<int>(ch0),
-              static_cast<int>(4 * t0), SmemAddr(&full_bar[b]));
+#pragma unroll
+    for (int j = 0; j < Tr::kBoxes; ++j) {
+      TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes + j * Tr::kBoxBytes), &xmap,
+                static_cast<int>(ch0) + j * Tr::kBoxCh, static_cast<int>(4 * t0),
+                SmemAddr(&full_bar[b]));
+    }
   };
   const uint32_t cpart_s = SmemAddr(cpart);
 
@@ -669,6 +708,9 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   auto wp_index = [](int v, int tok) { return v * Tr::kWStride + (tok ^ ((v & 3) << 3)); };
   // The lane that holds sq of token g of a tile: the MMA's diagonal element (g, g).
   const bool sq_lane = q == (g >> 1);
+  // The lane's X chunk q of row 4 g + stream (token g of tile 0) in a box line, swizzled: rows
+  // 4 (8 nt + g) + stream of every token tile nt have the same row % 8 = 4 (g % 2) + stream.
+  const int xo = (4 * g + stream) * Tr::kLineBytes + 16 * (q ^ (4 * (g & 1) + stream));
   // Stage s's MMAs: each warp's partial z (hi + lo) and sq of its k, into wpart.
   auto multiply = [&](int64_t s) {
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
@@ -685,12 +727,14 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       float sqa[kN][4] = {};  // sq's MMA accumulators
 #pragma unroll
       for (int gi = 0; gi < kG; ++gi) {
-        const int c = stream * Tr::kStreamChunks + part * Tr::kWarpChunks + 4 * gi + q;
-        // Token rows are 2 KB apart: lanes g, g + 1 of a load phase share bank groups (2-way).
+        // Chunk part kWarpChunks + 4 gi + q of the stream's slice: box 2 part + gi / 2 (kG even),
+        // chunk 4 (gi % 2) + q of row 4 (8 nt + g) + stream, swizzled: xo, odd gi flipping bit 6.
+        const int box = part * (Tr::kWarpChunks / 8) + gi / 2;
         uint4 b[kN];
 #pragma unroll
         for (int n = 0; n < kN; ++n) {
-          b[n] = *reinterpret_cast<const uint4*>(xs + (8 * (n0 + n) + g) * Tr::kRowBytes + 16 * c);
+          b[n] = *reinterpret_cast<const uint4*>(
+              xs + box * Tr::kBoxBytes + 32 * (n0 + n) * Tr::kLineBytes + (xo ^ (64 * (gi % 2))));
         }
 #pragma unroll
         for (int n = 0; n < kN; ++n) {
@@ -1085,10 +1129,10 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, c
   CUtensorMap xmap;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(Tr::kC), static_cast<cuuint64_t>(4 * T)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(Tr::kC * 2)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(Tr::kSliceCh),
-                             static_cast<cuuint32_t>(4 * Tr::kStageTok)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(Tr::kBoxCh),
+                             static_cast<cuuint32_t>(Tr::kBoxRows)};
   MHC_RETURN_IF_ERROR(EncodeTiledMap(&xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, X, dims, strides,
-                                     box, CU_TENSOR_MAP_SWIZZLE_NONE, name));
+                                     box, CU_TENSOR_MAP_SWIZZLE_128B, name));
   const int64_t groups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
   const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
   const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
