@@ -85,7 +85,7 @@ __device__ __forceinline__ void SiluGradFromTable(const float (&pre)[V], const u
 // "bf16" was 6% slower instead (conv1d_h200.md, 2026-11-29 22:53 UTC).
 __device__ __forceinline__ void PairedCopy(void* dst, const uint16_t* src, bool valid,
                                            const uint16_t* safe) {
-  CpAsyncOrZero<8>(static_cast<RawT<8>*>(dst), valid ? src : safe, valid);
+  CpAsyncZfill<16>(dst, valid ? src : safe, valid);
 }
 
 // One thread's walk over its segment (see the kernel). Step i handles token r = s0 - 3 + i: it
@@ -267,8 +267,7 @@ __device__ __forceinline__ void CopySiluTable(unsigned char* tab, int tid) {
 #pragma unroll
   for (int e = tid; e < 2 * kHalfChunks; e += kThreads) {
     const int at = e < kHalfChunks ? e * 16 : (e - kHalfChunks) * 16 + kSiluTabSignBytes;
-    CpAsyncOrZero<8>(reinterpret_cast<RawT<8>*>(tab + at),
-                     reinterpret_cast<const uint16_t*>(kSiluGradTable + 4 * e), true);
+    CpAsync<16>(tab + at, kSiluGradTable + 4 * e);
   }
   CpAsyncCommit();
 }
@@ -347,7 +346,7 @@ __global__ void __launch_bounds__(BwdTraits::kThreads, kMinBlocks)
     // The table's group is older than the rings' prefill groups: wait for it alone, then make
     // every thread's part visible to the whole CTA.
     constexpr int kPrefillGroups = Ring::kAsync ? (kPaired ? D / 2 : D) : 0;
-    CpAsyncWaitGroup<kPrefillGroups>();
+    CpAsyncWait<kPrefillGroups>();
     __syncthreads();
   }
 

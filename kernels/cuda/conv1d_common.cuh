@@ -13,6 +13,7 @@
 
 #include "cakegrad/kernels/conv1d.h"
 #include "conv1d_traits.h"
+#include "cp_async.cuh"
 #include "sfu_math.cuh"
 
 namespace cakegrad::kernels::conv1d {
@@ -247,24 +248,6 @@ __device__ __forceinline__ bool AnyMark(const uint32_t* marks, int lo, int n) {
 //    read.
 // Tokens past the end (or before token 0) read as zeros in both.
 
-// A 16-, 8- or 4-byte cp.async that zero-fills when !valid (src-size 0: nothing is read; `src`
-// must still be a valid address).
-template <int V>
-__device__ __forceinline__ void CpAsyncOrZero(RawT<V>* dst, const uint16_t* src, bool valid) {
-  constexpr int kBytes = static_cast<int>(sizeof(RawT<V>));
-  static_assert(kBytes >= 4, "cp.async copies 4, 8 or 16 bytes");
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  const int n = valid ? kBytes : 0;
-  if constexpr (kBytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n)
-                 : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(kBytes),
-                 "r"(n)
-                 : "memory");
-  }
-}
-
 template <int V, int kDepth>
 struct RegRing {
   template <int, int, int>
@@ -311,19 +294,9 @@ struct SmemRing {
   __device__ __forceinline__ RawT<V> Get(int s) const { return *Slot(s); }
   __device__ __forceinline__ void Issue(int s, const uint16_t* src, bool valid,
                                         const uint16_t* safe) {
-    CpAsyncOrZero<V>(Slot(s), valid ? src : safe, valid);
+    CpAsyncZfill<sizeof(RawT<V>)>(Slot(s), valid ? src : safe, valid);
   }
 };
-
-// cp.async groups: close the group of the copies issued since the last commit; wait until at
-// most kPending of the newest groups are still in flight.
-__device__ __forceinline__ void CpAsyncCommit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWaitGroup() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
 
 // Before reading step i's slot: all but the newest kDepth - 1 groups (steps i + 1 .. i + kDepth
 // - 1) have landed. One group is committed per step, so the count is uniform. kGroupSteps > 1:
@@ -331,7 +304,7 @@ __device__ __forceinline__ void CpAsyncWaitGroup() {
 template <class Ring, int kGroupSteps = 1>
 __device__ __forceinline__ void RingWait() {
   static_assert(Ring::kAhead % kGroupSteps == 0, "the look-ahead is whole groups");
-  if constexpr (Ring::kAsync) CpAsyncWaitGroup<Ring::kAhead / kGroupSteps - 1>();
+  if constexpr (Ring::kAsync) CpAsyncWait<Ring::kAhead / kGroupSteps - 1>();
 }
 template <class Ring>
 __device__ __forceinline__ void RingCommit() {
@@ -339,7 +312,7 @@ __device__ __forceinline__ void RingCommit() {
 }
 template <class Ring>
 __device__ __forceinline__ void RingDrain() {
-  if constexpr (Ring::kAsync) asm volatile("cp.async.wait_all;\n" ::: "memory");
+  if constexpr (Ring::kAsync) CpAsyncWaitAll();
 }
 
 // ---- host side ----

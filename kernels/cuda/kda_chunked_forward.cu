@@ -34,6 +34,9 @@
 
 #include "kda_chunked_forward.cuh"
 #include "kda_mma.cuh"
+#ifndef CAKEGRAD_KDA_HOST_EMU
+#include "cp_async.cuh"
+#endif
 
 namespace cakegrad::kernels {
 namespace kda_cuda {
@@ -170,18 +173,6 @@ struct StateSmem {
   uint16_t s[2][kRows][Tr::kKStride];                 // S0 slice, hi and lo
   uint16_t u[2][kRows][Tr::kTStride];                 // U^T slice, hi and lo
 };
-
-// ---- small helpers -----------------------------------------------------------------------------
-
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
 
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
@@ -549,7 +540,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int e = tid; e < kChunk * kDim / 8; e += kThreads) {
     const int t = e / (kDim / 8), p = e % (kDim / 8);
     if (t < c.len) {
-      CpAsync16(VPiece(vs, t, p), a.v + TokenBase(c, t) + 8 * p);
+      CpAsync<16>(VPiece(vs, t, p), a.v + TokenBase(c, t) + 8 * p);
     } else {
       *reinterpret_cast<uint4*>(VPiece(vs, t, p)) = make_uint4(0u, 0u, 0u, 0u);
     }
@@ -826,14 +817,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 2 * kChunk * 16 / kT; ++i) {
       constexpr int kStep = kT / 16;  // rows per round
-      CpAsync16(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
-      CpAsync16(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
+      CpAsync<16>(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
+      CpAsync<16>(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
     }
     const char* u = rec + kda_layout::kRecUv + gu;
 #pragma unroll
     for (int i = 0; i < kChunk * kUvPieces / kT; ++i) {
       constexpr int kStep = kT / kUvPieces;
-      CpAsync16(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
+      CpAsync<16>(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
     }
   };
   // `rows` rows of 8 pieces (kChunk BF16 a row), kT / 8 rows a round.
@@ -841,7 +832,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     constexpr int kStep = kT / 8;
 #pragma unroll
     for (int i = 0; i < decltype(rows)::value / kStep; ++i) {
-      CpAsync16(dst + i * kStep * Tr::kTStride, src + i * kStep * kChunk * 2);
+      CpAsync<16>(dst + i * kStep * Tr::kTStride, src + i * kStep * kChunk * 2);
     }
   };
   auto load_group2 = [&](const char* rec) {
@@ -849,7 +840,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
                std::integral_constant<int, 2 * kDim>{});
     copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
                std::integral_constant<int, 2 * kChunk>{});
-    if (tid < kDim * 4 / 16) CpAsync16(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
+    if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
   // The warp's state: rows srow + 16 j (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).

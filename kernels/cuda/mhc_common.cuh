@@ -1,5 +1,5 @@
 // Device helpers shared by the mHC kernels: BF16 packing, the warp-level BF16 tensor-core MMA,
-// cp.async and ldmatrix, the Sinkhorn forward of one token and the launch-error check.
+// ldmatrix, the Sinkhorn forward of one token and the launch-error check.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cakegrad/kernels/mhc.h"
+#include "cp_async.cuh"
 
 namespace cakegrad::kernels::mhc_cuda {
 
@@ -54,19 +55,6 @@ __device__ __forceinline__ void MmaBf16(float* d, uint32_t a0, uint32_t a1, uint
 // aligned). Holds no registers and completes on its own.
 __device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-
-// cp.async (16 bytes, L2 only): `valid` false writes 16 zero bytes and reads nothing.
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int n = valid ? 16 : 0;  // 0: no bytes read, 16 zero bytes written
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n)
-               : "memory");
 }
 
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {

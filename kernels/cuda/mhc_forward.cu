@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(FwdStatsTraits<kNTiles>::kThreads)
     for (int it = 0; it < Tr::kFnPiecesPerThread; ++it) {
       const int f = tid + it * Tr::kThreads;
       const int row = f / (Tr::kKChunk / 8), col = 8 * (f % (Tr::kKChunk / 8));
-      CpAsync16Zfill(dst + row * Tr::kRowStride + col, fn_split + row * K + kc + col, true);
+      CpAsync<16>(dst + row * Tr::kRowStride + col, fn_split + row * K + kc + col);
     }
     CpAsyncCommit();
   };

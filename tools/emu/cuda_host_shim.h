@@ -108,6 +108,18 @@ inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& bo
       }
 }
 
+// cp.async as plain copies (kernels/cuda/cp_async.cuh is device-only): each emulated thread runs
+// its copies at once, so commit and wait have nothing to order.
+namespace cakegrad::kernels {
+template <int kBytes>
+inline void CpAsync(void* smem, const void* gmem) {
+  std::memcpy(smem, gmem, kBytes);
+}
+inline void CpAsyncCommit() {}
+template <int kPending>
+inline void CpAsyncWait() {}
+}  // namespace cakegrad::kernels
+
 // Kernel-source keywords for the host build (after the CUDA headers, which define some of them).
 #undef __device__
 #undef __global__

@@ -1,7 +1,7 @@
 """Makes the kernels of the chunked KDA forward / backward compilable on the host (tools/emu):
-keeps each file up to its host launchers (which use <<< >>>), turns shared memory into statics
-or the shim's buffer, and swaps the forward's cp.async helpers for plain copies (the helpers of
-kda_mma.cuh switch to the shim's emulations themselves, under CAKEGRAD_KDA_HOST_EMU)."""
+keeps each file up to its host launchers (which use <<< >>>) and turns shared memory into statics
+or the shim's buffer. cp.async and the helpers of kda_mma.cuh switch to the shim's emulations
+themselves, under CAKEGRAD_KDA_HOST_EMU."""
 import re
 import sys
 
@@ -29,13 +29,15 @@ def replace_function(src, signature, body):
 def forward(src):
     cut = src.index("template <int kRows, bool kCheckpoint>\nStatus LaunchStateAs")
     src = src[:cut]
-    src = replace_function(src, "__device__ __forceinline__ void CpAsync16(",
-                           "inline void CpAsync16(void* smem, const void* gmem) {"
-                           " std::memcpy(smem, gmem, 16); }")
-    src = replace_function(src, "__device__ __forceinline__ void CpAsyncCommit()",
-                           "inline void CpAsyncCommit() {}")
-    src = replace_function(src, "template <int kPending>\n__device__ __forceinline__ void CpAsyncWait()",
-                           "template <int kPending>\ninline void CpAsyncWait() {}")
+    # Revisions before kernels/cuda/cp_async.cuh defined their cp.async helpers in the file; the
+    # shim's plain copies replace them (later revisions take the shim's directly).
+    if "__device__ __forceinline__ void CpAsync16(" in src:
+        src = replace_function(src, "__device__ __forceinline__ void CpAsync16(",
+                               "inline void CpAsync16(void* smem, const void* gmem) {"
+                               " std::memcpy(smem, gmem, 16); }")
+        src = replace_function(src, "__device__ __forceinline__ void CpAsyncCommit()", "")
+        src = replace_function(
+            src, "template <int kPending>\n__device__ __forceinline__ void CpAsyncWait()", "")
     assert "asm" not in re.sub(r"//.*", "", src), "inline PTX left"
     return common(src) + "}  // namespace\n"
 
