@@ -7,15 +7,5 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 source tools/emu/kda_emu_sources.sh
-out=${OUT:-/tmp/kda_fwd_acc_emu}
-rc=0
-for tag in ${1:+base} new; do
-  rev=""
-  [ "$tag" = base ] && rev=$1
-  stage_sources "$out" "$tag" "$rev"
-  build_driver "$out" "$tag" tools/emu/kda_chunked_forward_acc_emu.cc fwd_acc_emu \
-    kernels/reference/kda_reference.cc
-  echo "== $tag"
-  "$out/$tag/fwd_acc_emu" || rc=1
-done
-exit $rc
+for_base_and_new "${OUT:-/tmp/kda_fwd_acc_emu}" "${1:-}" tools/emu/kda_chunked_forward_acc_emu.cc \
+  fwd_acc_emu kernels/reference/kda_reference.cc

@@ -6,15 +6,5 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 source tools/emu/kda_emu_sources.sh
-out=${OUT:-/tmp/kda_state_ck_emu}
-rc=0
-for tag in ${1:+base} new; do
-  rev=""
-  [ "$tag" = base ] && rev=$1
-  stage_sources "$out" "$tag" "$rev"
-  build_driver "$out" "$tag" tools/emu/kda_state_checkpoint_emu.cc state_ck_emu \
-    kernels/reference/kda_reference.cc
-  echo "== $tag"
-  "$out/$tag/state_ck_emu" || rc=1
-done
-exit $rc
+for_base_and_new "${OUT:-/tmp/kda_state_ck_emu}" "${1:-}" tools/emu/kda_state_checkpoint_emu.cc \
+  state_ck_emu kernels/reference/kda_reference.cc
