@@ -5,8 +5,9 @@
 // as the bytes of X are read, so FP32 FMAs would make it compute-bound. It runs on the BF16
 // tensor cores instead: x is BF16 already, and fn is split as fn = hi + lo (two BF16 values,
 // 16 significant bits, |fn - hi - lo| <= 2^-18 |fn|) so the 48 rows [hi; lo] times x, summed in
-// FP32, give z to about FP32 accuracy. The split is done once per call (MhcFnSplitKernel, into
-// the forward workspace) and the stats kernel stages it with cp.async, one chunk ahead.
+// FP32, give z to about FP32 accuracy. On the two-kernel path the split is done once per call
+// (MhcFnSplitKernel, into the forward workspace) and the stats kernel stages it with cp.async, one
+// chunk ahead; the cluster kernel splits its own register fragments.
 
 #include <atomic>
 #include <string>
@@ -78,6 +79,20 @@ __global__ void __launch_bounds__(kSplitThreads)
     *reinterpret_cast<uint2*>(fn_split + (kLogits + row) * K + col) =
         make_uint2(PackBf16(lo[0], lo[1]), PackBf16(lo[2], lo[3]));
   }
+}
+
+// hi (lo false) or lo (lo true) of fn's split, as MhcFnSplitKernel computes them, of the 8
+// values a and b, packed as 8 BF16: the cluster kernel splits its fragments itself.
+__device__ __forceinline__ uint4 SplitFn8(float4 a, float4 b, bool lo) {
+  const float vs[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  float o[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const float hi = __bfloat162float(__float2bfloat16_rn(vs[e]));
+    o[e] = lo ? vs[e] - hi : hi;
+  }
+  return make_uint4(PackBf16(o[0], o[1]), PackBf16(o[2], o[3]), PackBf16(o[4], o[5]),
+                    PackBf16(o[6], o[7]));
 }
 
 // r = 1 / rms(x) from sq = sum x^2 (both stats paths).
@@ -326,7 +341,7 @@ __global__ void __launch_bounds__(kStreamThreads)
 //   - CTA r of a cluster owns the channels [r C/16, (r + 1) C/16) of each of the 4 streams, i.e.
 //     a 4C/16 k-slice, and warp w (8 a CTA) owns C/32 of its k (stream w / 2, half w % 2). The
 //     warp keeps the A fragments of [fn_hi; fn_lo] for its k in registers for the whole kernel
-//     (24 kG registers), loaded once from the split copy.
+//     (24 kG registers), split from fn once (SplitFn8).
 //   - The cluster walks 32-token stages (its share of ceil(T / 32)); each CTA streams its X
 //     slice of a stage (32 tokens x 4 x C/16 BF16, 64 KB at C = 4096) with kG swizzled tensor
 //     copies (64 channels each) into one of kStages shared buffers, two stages ahead.
@@ -595,10 +610,10 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
 
 template <typename Tr, bool kWithU>
 __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1)
-    MhcFwdClusterKernel(const __grid_constant__ CUtensorMap xmap,
-                        const uint16_t* __restrict__ fn_split, const float* __restrict__ scale,
-                        const float* __restrict__ base, float* __restrict__ stats,
-                        uint16_t* __restrict__ U, int64_t T, float rms_eps, float hc_eps) {
+    MhcFwdClusterKernel(const __grid_constant__ CUtensorMap xmap, const float* __restrict__ fn,
+                        const float* __restrict__ scale, const float* __restrict__ base,
+                        float* __restrict__ stats, uint16_t* __restrict__ U, int64_t T,
+                        float rms_eps, float hc_eps) {
   constexpr int kG = Tr::kGroups;  // 32-k groups of this warp
   constexpr int64_t C = Tr::kC;
   constexpr int64_t K = 4 * C;
@@ -651,7 +666,12 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
 
   // A fragments, as in MhcFwdStatsKernel: MMA k-slots {2q, 2q+1, 2q+8, 2q+9} of step s of
-  // 32-k group gi hold k = 32 gi + 8q + 4s + {0, 1, 2, 3} of the warp's k.
+  // 32-k group gi hold k = 32 gi + 8q + 4s + {0, 1, 2, 3} of the warp's k. Split here from fn
+  // itself (row j of [hi; lo] is hi of fn row j for j < 24, else lo of row j - 24; the same bits
+  // as MhcFnSplitKernel's copy, by SplitFn8): the same bytes as reading the split copy, and the
+  // call no longer launches a split kernel before this one (H200, C = 4096, helper mhc18:
+  // forward_stats 0.1861 -> 0.1844 ms at T = 16384, 0.0645 -> 0.0624 at T = 4096; forward_prepare
+  // 0.2352 -> 0.2325 and 0.0780 -> 0.0762; stats and U bitwise unchanged).
   uint4 fa[kG][Tr::kMTiles][2];
   {
     const int64_t kw = stream * C + ch0 + part * (Tr::kSliceCh / Tr::kSplit);
@@ -661,8 +681,11 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       for (int mt = 0; mt < Tr::kMTiles; ++mt) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          fa[gi][mt][h] = __ldg(reinterpret_cast<const uint4*>(
-              fn_split + (16 * mt + g + 8 * h) * K + kw + 32 * gi + 8 * q));
+          const int row = 16 * mt + g + 8 * h;
+          const bool lo = 16 * mt + 8 * h >= kLogits;  // the same for every g
+          const float* src = fn + (lo ? row - kLogits : row) * K + kw + 32 * gi + 8 * q;
+          fa[gi][mt][h] = SplitFn8(__ldg(reinterpret_cast<const float4*>(src)),
+                                   __ldg(reinterpret_cast<const float4*>(src) + 1), lo);
         }
       }
     }
@@ -1024,9 +1047,10 @@ int StreamGrid(int64_t T, int64_t C) {
   return static_cast<int>(blocks < 132 * 16 ? blocks : 132 * 16);
 }
 
-// The fn split of the forward workspace, written once per call for both stats paths.
-Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
-               int64_t workspace_bytes, int64_t T, cudaStream_t stream) {
+// The forward workspace is checked on both paths, so that a call's validity does not depend on
+// the device (the cluster path does not use it).
+Status CheckWorkspace(const char* name, int64_t C, const void* workspace, int64_t workspace_bytes,
+                      int64_t T) {
   MHC_RETURN_IF_ERROR(CheckVec(name, workspace, "workspace"));
   const int64_t need = MhcForwardWorkspaceBytes(T, C);
   if (workspace_bytes < need) {
@@ -1034,6 +1058,12 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace,
                            std::to_string(workspace_bytes) + " bytes, needs " +
                            std::to_string(need));
   }
+  return OkStatus();
+}
+
+// The fn split of the forward workspace for the two-kernel path (the cluster kernel splits its
+// fragments itself).
+Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace, cudaStream_t stream) {
   const int64_t K = 4 * C;
   const int64_t split_blocks = (kLogits * K / 4 + kSplitThreads - 1) / kSplitThreads;
   MhcFnSplitKernel<<<static_cast<unsigned>(split_blocks < kSplitMaxBlocks ? split_blocks
@@ -1118,9 +1148,9 @@ Status ActiveClusters(const char* name, int64_t C, int* clusters) {
   return OkStatus();
 }
 
-Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, const float* base,
-                      float* stats, uint16_t* U, int64_t T, float rms_eps, float hc_eps, int iters,
-                      const void* workspace, int max_clusters, cudaStream_t stream) {
+Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, const float* scale,
+                      const float* base, float* stats, uint16_t* U, int64_t T, float rms_eps,
+                      float hc_eps, int iters, int max_clusters, cudaStream_t stream) {
   using Tr = ClusterTr;
   // The tensor copy's row coordinate (4 t) is 32-bit.
   if (T >= (int64_t{1} << 29)) {
@@ -1135,14 +1165,12 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* scale, c
                                      box, CU_TENSOR_MAP_SWIZZLE_128B, name));
   const int64_t groups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
   const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
-  const uint16_t* fn_split = static_cast<const uint16_t*>(workspace);
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = ClusterConfig(clusters, U != nullptr, stream, &attr);
   auto* kernel =
       U != nullptr ? MhcFwdClusterKernel<ClusterTr, true> : MhcFwdClusterKernel<ClusterTr, false>;
   MHC_RETURN_IF_ERROR(CudaStatus(
-      cudaLaunchKernelEx(&cfg, kernel, xmap, fn_split, scale, base, stats, U, T, rms_eps, hc_eps),
-      name));
+      cudaLaunchKernelEx(&cfg, kernel, xmap, fn, scale, base, stats, U, T, rms_eps, hc_eps), name));
   MHC_RETURN_IF_ERROR(LaunchStatus(name));
   const int64_t coef_blocks = (T + kCoefTokens - 1) / kCoefTokens;
   MhcFwdCoefKernel<<<static_cast<unsigned>(coef_blocks), kCoefThreads, 0, stream>>>(
@@ -1203,13 +1231,14 @@ Status Forward(const char* name, const uint16_t* X, const float* fn, const float
   } else {
     U = nullptr;
   }
-  MHC_RETURN_IF_ERROR(SplitFn(name, fn, C, workspace, workspace_bytes, T, stream));
+  MHC_RETURN_IF_ERROR(CheckWorkspace(name, C, workspace, workspace_bytes, T));
   int clusters = 0;
   MHC_RETURN_IF_ERROR(ActiveClusters(name, C, &clusters));
   if (clusters > 0) {
-    return ForwardCluster(name, X, scale, base, stats, U, T, rms_eps, hc_eps, iters, workspace,
-                          clusters, stream);
+    return ForwardCluster(name, X, fn, scale, base, stats, U, T, rms_eps, hc_eps, iters, clusters,
+                          stream);
   }
+  MHC_RETURN_IF_ERROR(SplitFn(name, fn, C, workspace, stream));
   MHC_RETURN_IF_ERROR(
       ForwardStats(name, X, scale, base, stats, T, C, rms_eps, hc_eps, iters, workspace, stream));
   if (U == nullptr) return OkStatus();
