@@ -339,8 +339,18 @@ int main() {
       {"16 docs x 2048 H16 (packed)", 32768, 16, 16, 1.87, 5.3},
   };
   const char* pick = std::getenv("KDA_BENCH_CASES");
+  // KDA_BENCH_T=<tokens> replaces every picked case's T (a wave-count probe: e.g. 32704 tokens at
+  // H = 16 make 8176 preparation CTAs, under 31 waves of two per SM on 132 SMs; 32768 make 8192).
+  const char* t_env = std::getenv("KDA_BENCH_T");
+  const int64_t t_over = t_env != nullptr ? std::atoll(t_env) : 0;
   for (size_t i = 0; i < cases.size(); ++i) {
-    if (pick == nullptr || std::strchr(pick, static_cast<char>('0' + i)) != nullptr) Run(cases[i]);
+    if (pick != nullptr && std::strchr(pick, static_cast<char>('0' + i)) == nullptr) continue;
+    Case c = cases[i];
+    if (t_over > 0) {
+      c.T = t_over;
+      c.name += " T=" + std::to_string(t_over);
+    }
+    Run(c);
   }
   return 0;
 }
