@@ -747,6 +747,27 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
   CheckAgainstFp64(pr, "kda 64-row chunked bwd");
 }
 
+// The 32-row state pass the same way (its o warps of their own since kda-s14 ran under no
+// sanitizer: the 16- and 64-row problems above miss it). 7 documents x 4 heads = 28 chains: past
+// one wave of 16-row slices (8 x 28 > 132 SMs), within two of 32-row ones (4 x 28 <= 2 x 132).
+TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
+  CAKEGRAD_REQUIRE_GPU();
+  int dev = 0, sms = 0;
+  CUDA_ASSERT_OK(cudaGetDevice(&dev));
+  CUDA_ASSERT_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 130};
+  const int64_t H = 4;
+  const int64_t chains = static_cast<int64_t>(lens.size()) * H;
+  ASSERT_GT(chains * 8, sms) << "the 16-row pass, not the 32-row one";
+  ASSERT_LE(chains * 4, 2 * sms) << "the 64-row pass, not the 32-row one";
+  Problem pr(Packed(lens, H, /*int32=*/false));
+  pr.Poison();
+  RunBothChunked(pr, nullptr);
+  ExpectEveryOutputWrittenAndFinite(pr);
+  if (HasFatalFailure()) return;
+  CheckAgainstFp64(pr, "kda 32-row chunked bwd");
+}
+
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
 TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
