@@ -747,9 +747,9 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
   CheckAgainstFp64(pr, "kda 64-row chunked bwd");
 }
 
-// The 32-row state pass the same way (its o warps of their own since kda-s14 ran under no
-// sanitizer: the 16- and 64-row problems above miss it). 7 documents x 4 heads = 28 chains: past
-// one wave of 16-row slices (8 x 28 > 132 SMs), within two of 32-row ones (4 x 28 <= 2 x 132).
+// The 32-row state pass the same way (the 16- and 64-row problems above miss it). 7 documents x
+// 4 heads = 28 chains: past one wave of 16-row slices (8 x 28 > 132 SMs), within two of 32-row
+// ones (4 x 28 <= 2 x 132).
 TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
   int dev = 0, sms = 0;
