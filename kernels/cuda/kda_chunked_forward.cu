@@ -887,6 +887,20 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
   };
   if (chain) store_state();
+  // The FP32 state slice to global memory (a checkpoint, or final_state), `dst` at its row v0.
+  auto write_state = [&](float* dst) {
+#pragma unroll
+    for (int j = 0; j < kVP; ++j) {
+      const int r = srow + 16 * j;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int col = 32 * mt + 8 * nt + 2 * tq;
+        *reinterpret_cast<float2*>(dst + r * kDim + col) = make_float2(st[j][nt][0], st[j][nt][1]);
+        *reinterpret_cast<float2*>(dst + (r + 8) * kDim + col) =
+            make_float2(st[j][nt][2], st[j][nt][3]);
+      }
+    }
+  };
   // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
   // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
   constexpr int kWaitTop = Tr::kStages == 2 ? 3 : 1;
@@ -907,18 +921,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
     // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
     if (kCheckpoint && chain) {
-      float* ck = a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim;
-#pragma unroll
-      for (int j = 0; j < kVP; ++j) {
-        const int r = srow + 16 * j;
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          const int col = 32 * mt + 8 * nt + 2 * tq;
-          *reinterpret_cast<float2*>(ck + r * kDim + col) = make_float2(st[j][nt][0], st[j][nt][1]);
-          *reinterpret_cast<float2*>(ck + (r + 8) * kDim + col) =
-              make_float2(st[j][nt][2], st[j][nt][3]);
-        }
-      }
+      write_state(a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim);
     }
     CpAsyncWait<kWaitTop>();  // group 1 of chunk c
     __syncthreads();
@@ -1116,18 +1119,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   }
 
   if (chain && a.final_state != nullptr) {
-    float* fs = a.final_state + (n * H + h) * kDimSq + int64_t{v0} * kDim;
-#pragma unroll
-    for (int j = 0; j < kVP; ++j) {
-      const int r = srow + 16 * j;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int col = 32 * mt + 8 * nt + 2 * tq;
-        *reinterpret_cast<float2*>(fs + r * kDim + col) = make_float2(st[j][nt][0], st[j][nt][1]);
-        *reinterpret_cast<float2*>(fs + (r + 8) * kDim + col) =
-            make_float2(st[j][nt][2], st[j][nt][3]);
-      }
-    }
+    write_state(a.final_state + (n * H + h) * kDimSq + int64_t{v0} * kDim);
   }
 }
 
