@@ -123,7 +123,8 @@ fi
 if ! skip 3; then
   for f in ${SANITIZE_FAMILIES:-$FAMILIES}; do
     for tool in memcheck racecheck; do
-      timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 \
+      # KDA's racecheck alone takes ~95 s since the 32- and 64-row Sanitize tests (H200).
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
         "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
         > "$LOG/sanitize_${f}_${tool}.log" 2>&1
       note "$f $tool: rc=$? $(tail -1 "$LOG/sanitize_${f}_${tool}.log")"
