@@ -92,14 +92,10 @@ int main(int argc, char** argv) {
                 {"dA_log", RelL2(d32(dA), exact.dA_log), 1e-4},
                 {"ddt_bias", RelL2(d32(ddt), exact.ddt_bias), 1e-4},
                 {"dinitial_state", RelL2(d32(dinit), exact.ds0), 1e-4}};
-  uint64_t hash = 1469598103934665603ull;
-  auto fnv = [&](const void* data, size_t bytes) {
-    const auto* c = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ c[i]) * 1099511628211ull;
-  };
-  for (const auto* x : {&dq, &dk, &dv, &dg, &dbeta}) fnv(x->data(), x->size() * 2);
-  for (const auto* x : {&dA, &ddt, &dinit}) fnv(x->data(), x->size() * 4);
-  std::printf("outputs fnv1a %016llx\n", static_cast<unsigned long long>(hash));
+  kda_emu::Fnv1a fnv;
+  for (const auto* x : {&dq, &dk, &dv, &dg, &dbeta}) fnv.Add(x->data(), x->size() * 2);
+  for (const auto* x : {&dA, &ddt, &dinit}) fnv.Add(x->data(), x->size() * 4);
+  std::printf("outputs fnv1a %016llx\n", static_cast<unsigned long long>(fnv.hash));
   int rc = status == 0 ? 0 : 1;
   for (const auto& c : checks) {
     const bool ok = c.err <= c.limit;  // false for NaN: an output left unwritten

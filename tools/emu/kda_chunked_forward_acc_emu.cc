@@ -35,11 +35,7 @@ int main() {
   double worst_o = 0, worst_s = 0;
   // FNV-1a of every o and final_state: with EMU_SMEM_FILL=<byte> (cuda_host_shim.h) two fills must
   // print the same hash, or some output read shared memory that no thread wrote.
-  uint64_t hash = 1469598103934665603ull;
-  auto fnv = [&](const void* data, size_t bytes) {
-    const auto* c = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ c[i]) * 1099511628211ull;
-  };
+  kda_emu::Fnv1a fnv;
   for (const kda_emu::FwdCase& cs : cases) {
     const kda_ref::Problem p = kda_emu::ProblemOf<kda_ref::Problem>(cs, rng, nd, true);
     const int64_t tok = p.cu.back(), N = cs.lens.size(), H = cs.H, n = tok * H * 128;
@@ -67,8 +63,8 @@ int main() {
     if (cs.rows == 16) state(std::integral_constant<int, 16>{});
     if (cs.rows == 32) state(std::integral_constant<int, 32>{});
     if (cs.rows == 64) state(std::integral_constant<int, 64>{});
-    fnv(o.data(), o.size() * 2);
-    fnv(fs.data(), fs.size() * 4);
+    fnv.Add(o.data(), o.size() * 2);
+    fnv.Add(fs.data(), fs.size() * 4);
     std::vector<double> od(n), sd(fs.begin(), fs.end());
     double mo = 0, ms = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -88,6 +84,6 @@ int main() {
         eo, mo, es, ms, ok ? "" : "  FAIL");
   }
   std::printf("worst: o %.3e, final_state %.3e; outputs fnv1a %016llx\n", worst_o, worst_s,
-              static_cast<unsigned long long>(hash));
+              static_cast<unsigned long long>(fnv.hash));
   return rc;
 }

@@ -1,4 +1,5 @@
-// Host-side BF16 conversions and the rel-L2 metric of the KDA emulation drivers (tools/emu).
+// Host-side BF16 conversions, the rel-L2 metric and the output hash of the KDA emulation drivers
+// (tools/emu).
 #pragma once
 #include <cuda_bf16.h>
 
@@ -31,5 +32,13 @@ inline double RelL2(const std::vector<double>& a, const std::vector<double>& b) 
   }
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
+// FNV-1a over the bytes of outputs, the drivers' fingerprint of a run (equal hashes: equal bits).
+struct Fnv1a {
+  uint64_t hash = 1469598103934665603ull;
+  void Add(const void* data, size_t bytes) {
+    const auto* c = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ c[i]) * 1099511628211ull;
+  }
+};
 
 }  // namespace kda_emu

@@ -65,13 +65,9 @@ int main() {
     f.checkpoints = ck.data();
     f.final_state = fs.data();
     run(true);
-    uint64_t hash = 1469598103934665603ull;
-    auto fnv = [&](const void* data, size_t bytes) {
-      const auto* c = static_cast<const unsigned char*>(data);
-      for (size_t i = 0; i < bytes; ++i) hash = (hash ^ c[i]) * 1099511628211ull;
-    };
-    fnv(ck.data(), ck.size() * 4);
-    fnv(fs.data(), fs.size() * 4);
+    kda_emu::Fnv1a fnv;
+    fnv.Add(ck.data(), ck.size() * 4);
+    fnv.Add(fs.data(), fs.size() * 4);
     // The forward instance's final_state must equal the checkpoint instance's (same chain).
     std::vector<float> fs2(fs.size(), std::nanf(""));
     f.checkpoints = nullptr;
@@ -86,7 +82,7 @@ int main() {
         "rows %2d, %lld tokens %lld docs H %lld: checkpoints written %lld, final_state %s "
         "the forward's; checkpoints + final_state fnv1a %016llx\n",
         cs.rows, (long long)tok, (long long)N, (long long)H, (long long)written,
-        same ? "bitwise" : "DIFFERS from", static_cast<unsigned long long>(hash));
+        same ? "bitwise" : "DIFFERS from", static_cast<unsigned long long>(fnv.hash));
   }
   return rc;
 }
