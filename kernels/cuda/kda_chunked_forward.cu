@@ -427,7 +427,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float rqv[kTokPerWarp];
   {
     const float exp_a = expf(a.A_log[h]);
-    const float lb2 = a.s.lower_bound * 1.44269504088896341f;  // log2-gates
+    const float lb2 = a.s.lower_bound * kLog2e;  // log2-gates
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
     constexpr int kBatch = kTokPerWarp;  // tokens whose loads are in flight together: all

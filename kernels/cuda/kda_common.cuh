@@ -103,6 +103,9 @@ __device__ __forceinline__ float WarpSum(float x) {
 
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// log2(e): e^x as the SFU's 2^(x log2 e).
+constexpr float kLog2e = 1.44269504088896340736f;
+
 // The SFU's exp2, reciprocal and reciprocal square root (sfu_math.cuh) on the host emulator
 // (tools/emu, CAKEGRAD_KDA_HOST_EMU): each carries a deterministic error of up to its PTX bound
 // (ex2 2 ulp, rcp 1 ulp, rsqrt 2 ulp), so the emulation is no more accurate than the device.
@@ -130,9 +133,7 @@ inline float RsqrtFtz(float x) {
 // ~25 (the chunked preparation is issue-bound; its token prologue was a fifth of its
 // instructions). Error: the exponent's rounding (|x| 2^-24 relative) plus ~3 ulp. For very
 // negative x the exponential overflows to inf and the reciprocal gives 0.
-__device__ __forceinline__ float GateSigmoid(float x) {
-  return RcpFtz(1.0f + Ex2Ftz(x * -1.44269504088896341f));
-}
+__device__ __forceinline__ float GateSigmoid(float x) { return RcpFtz(1.0f + Ex2Ftz(x * -kLog2e)); }
 
 // One token of one head is prepared by one full warp: lane l owns k = 4l .. 4l+3. The raw
 // loads are split from the arithmetic so a warp can have several tokens' loads in flight.

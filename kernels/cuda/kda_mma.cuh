@@ -56,7 +56,7 @@ __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const
 
 // e^x of a log-gate difference (|x| <= 75 where the result is kept; below, it underflows), as one
 // MUFU.EX2 after one multiply: ~2 ulp where expf's accurate path costs ~9 instructions.
-__device__ __forceinline__ float DecayExp(float x) { return Ex2Ftz(x * 1.44269504088896341f); }
+__device__ __forceinline__ float DecayExp(float x) { return Ex2Ftz(x * kLog2e); }
 
 // A fragment (16 x 16) of a row-major BF16 matrix with row stride kStride, at (row0, col0).
 template <int kStride>
