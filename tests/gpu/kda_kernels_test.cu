@@ -726,25 +726,39 @@ TEST(KdaKernels, SanitizePackedAndMalformedCuSeqlens) {
   }
 }
 
-// The 64-row state pass (its forward and its checkpoint instance, the chunked backward's
-// recompute) under compute-sanitizer: the other *Sanitize* problems have few (document, head)
-// chains and take the 16-row pass. 17 short documents x 4 heads = 68 chains, past the 32-row
-// pass's two waves on the H200 (4 slices x 68 > 2 x 132 SMs), so the same dispatch takes 64 rows.
-// Every output written and finite, and within SPEC of the FP64 reference.
-TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
-  CAKEGRAD_REQUIRE_GPU();
+// SMs of the current device (the state pass's slice width depends on them); 0 if unknown.
+int SmCount() {
   int dev = 0, sms = 0;
-  CUDA_ASSERT_OK(cudaGetDevice(&dev));
-  CUDA_ASSERT_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 2, 1, 0, 17, 1, 5, 1, 1, 70, 2, 130};
-  const int64_t H = 4;
-  ASSERT_GT(static_cast<int64_t>(lens.size()) * H * 4, 2 * sms) << "not the 64-row pass";
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    return 0;
+  }
+  return sms;
+}
+
+// A state pass width under compute-sanitizer, with its forward and its checkpoint instance (the
+// chunked backward's recompute): every output written and finite, and within SPEC of the FP64
+// reference.
+void SanitizeStatePass(const std::vector<int64_t>& lens, int64_t H, const char* tag) {
   Problem pr(Packed(lens, H, /*int32=*/false));
   pr.Poison();
   RunBothChunked(pr, nullptr);
   ExpectEveryOutputWrittenAndFinite(pr);
-  if (HasFatalFailure()) return;
-  CheckAgainstFp64(pr, "kda 64-row chunked bwd");
+  if (::testing::Test::HasFatalFailure()) return;
+  CheckAgainstFp64(pr, tag);
+}
+
+// The 64-row state pass: the other *Sanitize* problems have few (document, head) chains and take
+// the 16-row pass. 17 short documents x 4 heads = 68 chains, past the 32-row pass's two waves on
+// the H200 (4 slices x 68 > 2 x 132 SMs), so the same dispatch takes 64 rows.
+TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
+  CAKEGRAD_REQUIRE_GPU();
+  const int sms = SmCount();
+  ASSERT_GT(sms, 0) << "the device's SM count";
+  const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 2, 1, 0, 17, 1, 5, 1, 1, 70, 2, 130};
+  const int64_t H = 4;
+  ASSERT_GT(static_cast<int64_t>(lens.size()) * H * 4, 2 * sms) << "not the 64-row pass";
+  SanitizeStatePass(lens, H, "kda 64-row chunked bwd");
 }
 
 // The 32-row state pass the same way (the 16- and 64-row problems above miss it). 7 documents x
@@ -752,20 +766,14 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
 // ones (4 x 28 <= 2 x 132).
 TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
-  int dev = 0, sms = 0;
-  CUDA_ASSERT_OK(cudaGetDevice(&dev));
-  CUDA_ASSERT_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = SmCount();
+  ASSERT_GT(sms, 0) << "the device's SM count";
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 130};
   const int64_t H = 4;
   const int64_t chains = static_cast<int64_t>(lens.size()) * H;
   ASSERT_GT(chains * 8, sms) << "the 16-row pass, not the 32-row one";
   ASSERT_LE(chains * 4, 2 * sms) << "the 64-row pass, not the 32-row one";
-  Problem pr(Packed(lens, H, /*int32=*/false));
-  pr.Poison();
-  RunBothChunked(pr, nullptr);
-  ExpectEveryOutputWrittenAndFinite(pr);
-  if (HasFatalFailure()) return;
-  CheckAgainstFp64(pr, "kda 32-row chunked bwd");
+  SanitizeStatePass(lens, H, "kda 32-row chunked bwd");
 }
 
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
