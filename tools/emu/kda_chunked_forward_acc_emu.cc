@@ -46,23 +46,14 @@ int main() {
     std::vector<float> s0(p.s0.begin(), p.s0.end());
     std::vector<uint16_t> o(n, 0xffff);  // poisoned (NaN)
     std::vector<float> fs(N * H * 128 * 128, std::nanf(""));
-    const int64_t slots = kda_layout::ChunkSlots(tok, N);
     std::vector<unsigned char> ws(kda_layout::FwdWorkspaceBytes(1, tok, H, N), 0xA5);
     kda_cuda::FwdArgs f = in.Args();
     f.initial_state = s0.data();
     f.o = o.data();
     f.final_state = fs.data();
     char* wsp = reinterpret_cast<char*>(ws.data());
-    EmuLaunch({unsigned(slots), unsigned(H), 1}, kda_cuda::kPrepThreads,
-              [&] { kda_cuda::KdaChunkPrepKernel<kda_cuda::kPrepThreads>(f, wsp); });
-    auto state = [&](auto rows) {
-      using Tr = kda_cuda::StateTraits<decltype(rows)::value>;
-      EmuLaunch({unsigned(Tr::kSlices), unsigned(H), unsigned(N)}, Tr::kThreads,
-                [&] { kda_cuda::KdaChunkStateKernel<decltype(rows)::value, false>(f, wsp); });
-    };
-    if (cs.rows == 16) state(std::integral_constant<int, 16>{});
-    if (cs.rows == 32) state(std::integral_constant<int, 32>{});
-    if (cs.rows == 64) state(std::integral_constant<int, 64>{});
+    kda_emu::EmuPrep(f, wsp);
+    kda_emu::EmuStatePass<false>(cs.rows, f, wsp);
     fnv.Add(o.data(), o.size() * 2);
     fnv.Add(fs.data(), fs.size() * 4);
     std::vector<double> od(n), sd(fs.begin(), fs.end());

@@ -1,9 +1,10 @@
 // One packed-document problem's inputs as the chunked forward's kernels take them, held on the
-// host for the KDA emulation drivers (tools/emu). Include after fwd_emu.inc, which defines
-// kda_cuda::FwdArgs.
+// host for the KDA emulation drivers (tools/emu), and the forward's two launches over them.
+// Include after fwd_emu.inc, which defines kda_cuda's FwdArgs and kernels.
 #pragma once
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kda_emu_bf16.h"
@@ -106,6 +107,28 @@ FwdInputs InputsOf(const Problem& p, float lower_bound) {
   in.A_log = f32(p.A_log);
   in.dt_bias = f32(p.dt_bias);
   return in;
+}
+
+// The chunked forward's launches as LaunchChunkedForward makes them, on the host: the preparation
+// (records into ws), then the state pass with `rows` (16, 32 or 64) state rows a CTA.
+inline void EmuPrep(const cakegrad::kernels::kda_cuda::FwdArgs& f, char* ws) {
+  namespace kc = cakegrad::kernels::kda_cuda;
+  const int64_t slots = cakegrad::kernels::kda_layout::ChunkSlots(f.s.total_tokens, f.s.N);
+  EmuLaunch({unsigned(slots), unsigned(f.s.H), 1}, kc::kPrepThreads,
+            [&] { kc::KdaChunkPrepKernel<kc::kPrepThreads>(f, ws); });
+}
+template <bool kCheckpoint>
+void EmuStatePass(int rows, const cakegrad::kernels::kda_cuda::FwdArgs& f, char* ws) {
+  namespace kc = cakegrad::kernels::kda_cuda;
+  auto launch = [&](auto r) {
+    constexpr int kRows = decltype(r)::value;
+    using Tr = kc::StateTraits<kRows>;
+    EmuLaunch({unsigned(Tr::kSlices), unsigned(f.s.H), unsigned(f.s.N)}, Tr::kThreads,
+              [&] { kc::KdaChunkStateKernel<kRows, kCheckpoint>(f, ws); });
+  };
+  if (rows == 16) launch(std::integral_constant<int, 16>{});
+  if (rows == 32) launch(std::integral_constant<int, 32>{});
+  if (rows == 64) launch(std::integral_constant<int, 64>{});
 }
 
 }  // namespace kda_emu

@@ -38,12 +38,10 @@ int main() {
     const kda_ref::Problem p = kda_emu::ProblemOf<kda_ref::Problem>(cs, rng, nd, false);
     const int64_t tok = p.cu.back(), N = cs.lens.size(), H = cs.H, n = tok * H * 128;
     const kda_emu::FwdInputs in = kda_emu::InputsOf(p, cs.lower_bound);
-    const int64_t slots = kda_layout::ChunkSlots(tok, N);
     std::vector<unsigned char> ws(kda_layout::FwdWorkspaceBytes(1, tok, H, N), 0xA5);
     const kda_cuda::FwdArgs f = in.Args();
     char* wsp = reinterpret_cast<char*>(ws.data());
-    EmuLaunch({unsigned(slots), unsigned(H), 1}, kda_cuda::kPrepThreads,
-              [&] { kda_cuda::KdaChunkPrepKernel<kda_cuda::kPrepThreads>(f, wsp); });
+    kda_emu::EmuPrep(f, wsp);
     double num[6] = {}, den[6] = {}, worst[6] = {};
     const std::vector<double> no_do(n, 0.0);
     for (int64_t h = 0; h < H; ++h) {

@@ -41,26 +41,10 @@ int main() {
     kda_cuda::FwdArgs f = in.Args();
     f.initial_state = s0.data();
     char* wsp = reinterpret_cast<char*>(ws.data());
-    EmuLaunch({unsigned(slots), unsigned(H), 1}, kda_cuda::kPrepThreads,
-              [&] { kda_cuda::KdaChunkPrepKernel<kda_cuda::kPrepThreads>(f, wsp); });
-    auto state = [&](auto rows, auto checkpoint) {
-      using Tr = kda_cuda::StateTraits<decltype(rows)::value>;
-      EmuLaunch({unsigned(Tr::kSlices), unsigned(H), unsigned(N)}, Tr::kThreads, [&] {
-        kda_cuda::KdaChunkStateKernel<decltype(rows)::value, decltype(checkpoint)::value>(f, wsp);
-      });
-    };
+    kda_emu::EmuPrep(f, wsp);
     auto run = [&](bool checkpoint) {
-      using T = std::true_type;
-      using F = std::false_type;
-      if (cs.rows == 16)
-        checkpoint ? state(std::integral_constant<int, 16>{}, T{})
-                   : state(std::integral_constant<int, 16>{}, F{});
-      if (cs.rows == 32)
-        checkpoint ? state(std::integral_constant<int, 32>{}, T{})
-                   : state(std::integral_constant<int, 32>{}, F{});
-      if (cs.rows == 64)
-        checkpoint ? state(std::integral_constant<int, 64>{}, T{})
-                   : state(std::integral_constant<int, 64>{}, F{});
+      checkpoint ? kda_emu::EmuStatePass<true>(cs.rows, f, wsp)
+                 : kda_emu::EmuStatePass<false>(cs.rows, f, wsp);
     };
     f.checkpoints = ck.data();
     f.final_state = fs.data();
