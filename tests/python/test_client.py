@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -133,6 +134,39 @@ def test_shared_memory_pool():
         gc.collect()
     assert len(pool.segments) <= seg_count + 1
     assert all(seg.name.startswith(f"cakegrad-{os.getpid()}-") for seg in pool.segments)
+
+
+def test_block_freed_by_a_collection_inside_an_allocation(monkeypatch):
+    """A garbage collection may run inside any allocation, also inside the pool's locked
+    allocation on the same thread; a block it frees must not wait for that lock (it did, and the
+    suite hung in test_shared_memory_pool). A private pool, so that a deadlock stays there."""
+    pool = cakegrad.shm.Pool()
+    real_allocate = cakegrad.shm.Segment.allocate
+
+    def allocate_after_a_collection(self, nbytes):
+        gc.collect()
+        return real_allocate(self, nbytes)
+
+    done = threading.Event()
+
+    def allocate_twice():
+        cycle = [pool.allocate_bytes(1024)]
+        cycle.append(cycle)  # freed by a collection only
+        del cycle
+        pool.allocate_bytes(16)  # the collection runs in here, with the pool's lock held
+        done.set()
+
+    gc.disable()
+    try:
+        monkeypatch.setattr(cakegrad.shm.Segment, "allocate", allocate_after_a_collection)
+        worker = threading.Thread(target=allocate_twice, daemon=True)
+        worker.start()
+        worker.join(30)
+    finally:
+        gc.enable()
+        for seg in pool.segments:
+            seg.unlink()
+    assert done.is_set(), "an allocation deadlocked on a block freed by a collection inside it"
 
 
 def test_cuda_tensor_to_host_daemon_is_refused(client):

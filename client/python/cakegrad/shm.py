@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import bisect
+import collections
 import os
 import secrets
 import threading
@@ -101,12 +102,16 @@ class Pool:
         self.pid = os.getpid()
         self.segments: list[Segment] = []
         self._lock = threading.Lock()
-        self._closed = False
+        # Blocks whose arrays were collected, returned to their segments by the next allocation.
+        self._released: collections.deque[tuple[Segment, int, int]] = collections.deque()
 
     def allocate_bytes(self, nbytes: int) -> np.ndarray:
         """A uint8 array of nbytes (aligned to 256 bytes) inside a pool segment."""
         size = _round_up(max(nbytes, 1), _ALIGN)
         with self._lock:
+            while self._released:
+                seg, off, freed = self._released.popleft()
+                seg.free(off, freed)
             for seg in self.segments:
                 off = seg.allocate(size)
                 if off is not None:
@@ -121,9 +126,10 @@ class Pool:
         return block[:nbytes]
 
     def _free(self, seg: Segment, off: int, size: int) -> None:
-        with self._lock:
-            if not self._closed:
-                seg.free(off, size)
+        # A finalizer runs wherever a collection happens, also inside allocate_bytes on this
+        # thread with self._lock held (taking the lock here deadlocked there): it only queues the
+        # block (deque.append is atomic).
+        self._released.append((seg, off, size))
 
     def find(self, address: int, nbytes: int) -> tuple[Segment, int] | None:
         """(segment, byte offset) when [address, address + nbytes) lies in a segment."""
@@ -134,7 +140,6 @@ class Pool:
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
             for seg in self.segments:
                 seg.unlink()
 
