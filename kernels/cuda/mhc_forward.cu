@@ -642,15 +642,22 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   float* pre_u = zs1 + 5 * Tr::kStageTok;  // [4][kStageTok], written and read by the U warps
 
   const int tid = threadIdx.x;
-  if constexpr (kWithU) {
-    if (tid == 0) {
-      for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
+  // Barriers are initialized first, on a branch of their own. Initialized after fn's loads (as
+  // without U until the eleventh session), nvcc predicated the init on tid == 0 inside a uniform
+  // loop, and compute-sanitizer's racecheck counted the predicated-off init of the other warps as
+  // writes to the stale address in their uniform register: 33 false RAW hazards on X buffers
+  // (H200, MhcKernels.SanitizeSmall, --racecheck-report all; the build before mhc-s16 reported 0).
+  if (tid == 0) {
+    for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
+    if constexpr (kWithU) {
       for (int p = 0; p < 2; ++p) {
         MbarInit(&zs_full[p], 5 * Tr::kStageTok);
         MbarInit(&zs_empty[p], Tr::kUThreads);
       }
-      MbarInitFence();
     }
+    MbarInitFence();
+  }
+  if constexpr (kWithU) {
     __syncthreads();
     // Registers move from the U warps to the MMA warps (see kMmaRegs). Each side computes its
     // launch values after the setmaxnreg: computed before it, ptxas spilled them across it.
@@ -702,13 +709,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   // kBoxes tensor copies a stage: boxes {64 channels, 4 streams x kStageTok tokens} of X viewed
   // as [4T, C], each landing as [token][stream] rows of 64 channels, swizzled (see kBoxCh); rows
   // past 4T are zero-filled, so tokens past T give zero sums (never written).
-  if constexpr (!kWithU) {
-    if (tid == 0) {
-      for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
-      MbarInitFence();
-    }
-    __syncthreads();
-  }
+  if constexpr (!kWithU) __syncthreads();  // the barriers' init, before the first copy
   // Block barrier of the warps that multiply and sum (with U the U warps run apart).
   auto sync = [&]() {
     if constexpr (kWithU) {
