@@ -476,6 +476,8 @@ struct FwdClusterTraits {
   static_assert(kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
   static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per cluster sum");
   static_assert(kUThreads % kStreamChunks == 0, "a U thread keeps its channel chunk");
+  static_assert(4 * kStageTok == kUThreads, "one pre item (stream, token) a U thread");
+  static_assert(kStageTok * kStreamChunks % kUThreads == 0, "U items divide over the U warps");
   static_assert(kStreamChunks == 32, "a U warp writes one token's slice a step");
 };
 
@@ -507,12 +509,11 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
                           const float* __restrict__ scale, const float* __restrict__ base,
                           float rms_eps, float hc_eps, int utid) {
   constexpr int64_t C = Tr::kC;
-  constexpr int kAll = Tr::kStageTok * Tr::kStreamChunks;  // U items of a stage
-  constexpr int kItems = (kAll + Tr::kUThreads - 1) / Tr::kUThreads;
+  constexpr int kItems = Tr::kStageTok * Tr::kStreamChunks / Tr::kUThreads;  // U items a thread
   // Items loaded before any is used, so that their shared loads overlap (8 a batch measured no
   // faster, with named-barrier hand-overs).
   constexpr int kBatch = 4;
-  constexpr int kSlots = (kItems + kBatch - 1) / kBatch * kBatch;
+  static_assert(kItems % kBatch == 0, "U items in whole batches");
   const int c8 = utid % Tr::kStreamChunks;
   // Item it's token is utid / kStreamChunks + (kUThreads / kStreamChunks) k: its rows 4 tok + a
   // keep this thread's parity p of tok, so the swizzled chunk (c8 % 8) ^ (4 p + a) is this
@@ -521,14 +522,9 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
   const int tok0 = utid / Tr::kStreamChunks;
   const int xo =
       (c8 / 8) * Tr::kBoxBytes + 4 * tok0 * Tr::kLineBytes + 16 * ((c8 % 8) ^ (4 * (tok0 & 1)));
-  // pre's inputs of this thread's (at most two) pre items, a = i / kStageTok, in registers.
+  // This thread's pre item: stream utid / kStageTok, token utid % kStageTok.
   const float scale0 = scale[0];
-  float bpre[2];
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int i = utid + k * Tr::kUThreads;
-    bpre[k] = i < 4 * Tr::kStageTok ? base[i / Tr::kStageTok] : 0.0f;
-  }
+  const float bpre = base[utid / Tr::kStageTok];
   ClusterArriveRelaxed();
   for (int64_t s = 0; s < nstages; ++s) {
     ClusterWait();
@@ -536,25 +532,11 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
     {
       MbarWait(&zs_full[s & 1], static_cast<uint32_t>((s >> 1) & 1));
       const float* za = (s & 1) ? zs1 : zs0;
-      float zv[2], sqv[2];
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const int i = utid + k * Tr::kUThreads;  // pre item: a = i / kStageTok, token i % 32
-        if (i < 4 * Tr::kStageTok) {
-          zv[k] = za[i];
-          sqv[k] = za[4 * Tr::kStageTok + i % Tr::kStageTok];
-        }
-      }
+      const float zv = za[utid], sqv = za[4 * Tr::kStageTok + utid % Tr::kStageTok];
       MbarArrive(&zs_empty[s & 1]);
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const int i = utid + k * Tr::kUThreads;
-        if (i < 4 * Tr::kStageTok) {
-          const float r = RmsInv(sqv[k], C, rms_eps);
-          const float m = r * zv[k];
-          pre[i] = Sigmoid(fmaf(m, scale0, bpre[k])) + hc_eps;
-        }
-      }
+      const float r = RmsInv(sqv, C, rms_eps);
+      const float m = r * zv;
+      pre[utid] = Sigmoid(fmaf(m, scale0, bpre)) + hc_eps;
     }
     NamedBarrierSync(2, Tr::kUThreads);  // pre of the stage written
     // Already complete (the MMA warps saw it); makes the tensor copy's data visible here.
@@ -562,25 +544,20 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
 #pragma unroll
-    for (int b0 = 0; b0 < kSlots; b0 += kBatch) {
+    for (int b0 = 0; b0 < kItems; b0 += kBatch) {
       uint4 xr[kBatch][4];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        const int it = utid + (b0 + b) * Tr::kUThreads;
-        if (kAll % Tr::kUThreads == 0 || it < kAll) {
-          const unsigned char* row =
-              xs + 4 * ((b0 + b) * (Tr::kUThreads / Tr::kStreamChunks)) * Tr::kLineBytes;
+        const unsigned char* row =
+            xs + 4 * ((b0 + b) * (Tr::kUThreads / Tr::kStreamChunks)) * Tr::kLineBytes;
 #pragma unroll
-          for (int a = 0; a < 4; ++a) {
-            xr[b][a] = *reinterpret_cast<const uint4*>(row + a * Tr::kLineBytes + (xo ^ (16 * a)));
-          }
+        for (int a = 0; a < 4; ++a) {
+          xr[b][a] = *reinterpret_cast<const uint4*>(row + a * Tr::kLineBytes + (xo ^ (16 * a)));
         }
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        const int it = utid + (b0 + b) * Tr::kUThreads;
-        if (kAll % Tr::kUThreads != 0 && it >= kAll) continue;
-        const int tok = it / Tr::kStreamChunks;
+        const int tok = (utid + (b0 + b) * Tr::kUThreads) / Tr::kStreamChunks;
         const int64_t t = t0 + tok;
         float u[8], xf[8];
 #pragma unroll
