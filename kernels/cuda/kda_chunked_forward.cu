@@ -30,6 +30,7 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
+#include <cstddef>
 #include <type_traits>
 
 #include "kda_chunked_forward.cuh"
@@ -173,6 +174,28 @@ struct StateSmem {
   uint16_t s[2][kRows][Tr::kKStride];                 // S0 slice, hi and lo
   uint16_t u[2][kRows][Tr::kTStride];                 // U^T slice, hi and lo
 };
+
+// The 16-row forward pass as clusters of two slices (KdaChunkStateKernel's kMc): each CTA
+// bulk-copies half of the record operands common to the slices (-W, Q Gam, Kdec^T, M, Gam_C)
+// into both CTAs, so that L2 serves them once per two slices: 8 slices of a (document, head)
+// read each chunk's ~112 KB of them 8 times a step (ncu: L2 ~63% busy over the pass). Uv,
+// different per slice, stays on cp.async. Behind StateSmem<16> in shared memory.
+struct McBarriers {
+  uint64_t full1[2];   // group-1 buffer b (-W, Q Gam) landed: both CTAs' halves
+  uint64_t full2;      // group 2 (Kdec^T, M, Gam_C) landed
+  uint64_t empty1[2];  // the peer is done with its group-1 buffer b: refill it
+  uint64_t empty2;     // the peer is done with its group 2
+};
+template <int kRows, bool kMc>
+constexpr int kStateSmemBytes =
+    static_cast<int>(sizeof(StateSmem<kRows>) + (kMc ? sizeof(McBarriers) : 0));
+#ifdef CAKEGRAD_KDA_HOST_EMU
+// The emulator runs blocks one after another, without clusters: its CTA issues its peer's
+// copies too, so that the emulated pass checks every piece's addresses.
+constexpr int kMcIssuers = 1;
+#else
+constexpr int kMcIssuers = 2;  // CTAs of a cluster, each issuing every other piece
+#endif
 
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
@@ -761,10 +784,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
-template <int kRows, bool kCheckpoint>
+// kMc: the 16-row forward pass launched as 2-CTA clusters (McBarriers): the common record
+// operands arrive by multicast bulk copies on mbarriers, issued by one o warp of each CTA.
+template <int kRows, bool kCheckpoint, bool kMc = false>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws) {
   using Tr = StateTraits<kRows>;
+  static_assert(!kMc || (kRows == 16 && !kCheckpoint && Tr::kStages == 2 && Tr::kOWarps),
+                "multicast: the 16-row forward instance (double-buffered group 1, o warps)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StateSmem<kRows>& sm = *reinterpret_cast<StateSmem<kRows>*>(smem_raw);
   const int slice = blockIdx.x;
@@ -809,6 +836,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const int64_t g16 = int64_t{r16} * kDim * 2 + 16 * p16, g8 = int64_t{r8} * kChunk * 2 + 16 * p8;
   const int64_t gu = (int64_t{ru} * kDim + v0) * 4 + 16 * pu;
   const int s16 = r16 * Tr::kKStride + 8 * p16, s8 = r8 * Tr::kTStride + 8 * p8;
+  auto load_uv = [&](const char* rec, int b) {
+    const char* u = rec + kda_layout::kRecUv + gu;
+#pragma unroll
+    for (int i = 0; i < kChunk * kUvPieces / kT; ++i) {
+      constexpr int kStep = kT / kUvPieces;
+      CpAsync<16>(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
+    }
+  };
   auto load_group1 = [&](const char* rec, int b) {
     const char* w = rec + kda_layout::kRecNegW + g16;
     const char* q = rec + kda_layout::kRecQg + g16;
@@ -820,12 +855,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       CpAsync<16>(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
       CpAsync<16>(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
     }
-    const char* u = rec + kda_layout::kRecUv + gu;
-#pragma unroll
-    for (int i = 0; i < kChunk * kUvPieces / kT; ++i) {
-      constexpr int kStep = kT / kUvPieces;
-      CpAsync<16>(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
-    }
+    load_uv(rec, b);
   };
   // `rows` rows of 8 pieces (kChunk BF16 a row), kT / 8 rows a round.
   auto copy_rows8 = [&](uint16_t* dst, const char* src, auto rows) {
@@ -842,6 +872,62 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
                std::integral_constant<int, 2 * kChunk>{});
     if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
+
+  // Multicast mode: the issuing warp (the first o warp: token tile 0, the least M U work) copies
+  // this CTA's rows, every kMcIssuers-th from its cluster rank, each into both CTAs.
+  McBarriers& mb = *reinterpret_cast<McBarriers*>(smem_raw + sizeof(StateSmem<kRows>));
+  const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
+  const bool issuer = kMc && warp == Tr::kRoleWarps;
+  constexpr uint16_t kMcMask = 0x3;
+  // Group 1: 2 kChunk rows of -W (hi, lo) then as many of Q Gam, 256 bytes each.
+  constexpr int kRowsWq = 2 * kChunk;
+  constexpr uint32_t kMcBytes1 = 2 * kRowsWq * kDim * 2;
+  auto mc_group1 = [&](const char* rec, int b) {
+    if (lane == 0) MbarExpectTx(&mb.full1[b], kMcBytes1);
+#pragma unroll
+    for (int i = 0; i < 2 * kRowsWq / (32 * kMcIssuers); ++i) {
+      const bool w = i < kRowsWq / (32 * kMcIssuers);
+      const int row = static_cast<int>(rank) + kMcIssuers * (lane + 32 * i) - (w ? 0 : kRowsWq);
+      BulkMulticast((w ? &sm.w[b][0][0][0] : &sm.qg[b][0][0][0]) + row * Tr::kKStride,
+                    rec + (w ? kda_layout::kRecNegW : kda_layout::kRecQg) + row * kDim * 2,
+                    kDim * 2, &mb.full1[b], kMcMask);
+    }
+  };
+  // Group 2: Kdec^T's 2 kDim rows and M's 2 kChunk rows (128 bytes each, adjacent in the record
+  // and in StateSmem), then Gam_C in one piece.
+  constexpr int kRowsKm = 2 * kDim + 2 * kChunk;
+  constexpr uint32_t kMcBytes2 = kRowsKm * kChunk * 2 + kDim * 4;
+  static_assert(kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2 &&
+                    offsetof(StateSmem<kRows>, m) ==
+                        offsetof(StateSmem<kRows>, kd) + sizeof(StateSmem<kRows>::kd) &&
+                    kRowsKm % (32 * kMcIssuers) == 0 && kRowsWq % (32 * kMcIssuers) == 0,
+                "Kdec^T and M rows in one sequence; whole rounds of the issuing warp");
+  auto mc_group2 = [&](const char* rec) {
+    if (lane == 0) MbarExpectTx(&mb.full2, kMcBytes2);
+#pragma unroll
+    for (int i = 0; i < kRowsKm / (32 * kMcIssuers); ++i) {
+      const int row = static_cast<int>(rank) + kMcIssuers * (lane + 32 * i);
+      BulkMulticast(&sm.kd[0][0][0] + row * Tr::kTStride,
+                    rec + kda_layout::kRecKdecT + row * kChunk * 2, kChunk * 2, &mb.full2,
+                    kMcMask);
+    }
+    if (lane == 0 && rank == kMcIssuers - 1) {
+      BulkMulticast(&sm.gc[0], rec + kda_layout::kRecGamC, kDim * 4, &mb.full2, kMcMask);
+    }
+  };
+  if constexpr (kMc) {
+    if (tid == 0) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        MbarInit(&mb.full1[i], 1);   // the local expect_tx
+        MbarInit(&mb.empty1[i], 1);  // the peer's arrival
+      }
+      MbarInit(&mb.full2, 1);
+      MbarInit(&mb.empty2, 1);
+      MbarInitFence();
+    }
+    ClusterSync();  // both CTAs' barriers initialised before any copy or arrival reaches them
+  }
 
   // The warp's state: rows srow + 16 j (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).
   const int srow = vt0 * 16 + g;
@@ -903,8 +989,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   };
   // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
   // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
-  constexpr int kWaitTop = Tr::kStages == 2 ? 3 : 1;
-  if (chunks > 0) {
+  // Multicast mode commits Uv alone: 1(0), 1(1), then per chunk c: 1(c + 2); one newer at the top.
+  constexpr int kWaitTop = kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
+  if (kMc && chunks > 0) {
+    load_uv(record(0), 0);
+    CpAsyncCommit();
+    if (chunks > 1) load_uv(record(1), 1);
+    CpAsyncCommit();
+    if (issuer) {
+      mc_group1(record(0), 0);
+      if (chunks > 1) mc_group1(record(1), 1);
+      mc_group2(record(0));
+    }
+  } else if (chunks > 0) {
     load_group1(record(0), 0);
     CpAsyncCommit();
     if constexpr (Tr::kStages == 2) {
@@ -923,7 +1020,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (kCheckpoint && chain) {
       write_state(a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim);
     }
-    CpAsyncWait<kWaitTop>();  // group 1 of chunk c
+    CpAsyncWait<kWaitTop>();  // group 1 (multicast: Uv) of chunk c
+    if (kMc) MbarWait(&mb.full1[b], static_cast<uint32_t>(c >> 1) & 1);
     __syncthreads();
 
     // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt. With o
@@ -1017,9 +1115,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         StmT4<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, mt * 16, ul);
       }
     }
-    CpAsyncWait<0>();  // group 2 of chunk c
+    if constexpr (kMc) {
+      MbarWait(&mb.full2, static_cast<uint32_t>(c) & 1);
+    } else {
+      CpAsyncWait<0>();  // group 2 of chunk c
+    }
     __syncthreads();
-    if (c + Tr::kStages < chunks) load_group1(record(c + Tr::kStages), b);
+    if constexpr (kMc) {
+      if (c + 2 < chunks) load_uv(record(c + 2), b);
+      // -W and Q Gam of buffer b are read: the peer may refill ours (after its o stores).
+      if (issuer && lane == 0 && c + 2 < chunks) MbarArrivePeer(&mb.empty1[b], peer);
+    } else if (c + Tr::kStages < chunks) {
+      load_group1(record(c + Tr::kStages), b);
+    }
     CpAsyncCommit();
 
     // o += M U (causal: token tiles ks <= mt), then the output.
@@ -1063,6 +1171,13 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           }
         }
       }
+    }
+
+    // Multicast mode: buffer b's refill, chunk c + 2, once the peer has read its own buffer b
+    // (off the chain's path: the issuing warp has only its o work of this chunk before it).
+    if (issuer && c + 2 < chunks) {
+      MbarWait(&mb.empty1[b], static_cast<uint32_t>(c >> 1) & 1);
+      mc_group1(record(c + 2), b);
     }
 
     // S1 = S0 Gam_C + U^T Kdec: state tiles vt, K quarter mt; each Kdec fragment serves the
@@ -1114,13 +1229,23 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
     if (chain) store_state();
-    if (c + 1 < chunks) load_group2(record(c + 1));
-    CpAsyncCommit();
+    if constexpr (kMc) {
+      if (issuer && c + 1 < chunks) {
+        if (lane == 0) MbarArrivePeer(&mb.empty2, peer);
+        MbarWait(&mb.empty2, static_cast<uint32_t>(c) & 1);
+        mc_group2(record(c + 1));
+      }
+    } else {
+      if (c + 1 < chunks) load_group2(record(c + 1));
+      CpAsyncCommit();
+    }
   }
 
   if (chain && a.final_state != nullptr) {
     write_state(a.final_state + (n * H + h) * kDimSq + int64_t{v0} * kDim);
   }
+  // Neither CTA leaves while the other may still reach its shared memory.
+  if constexpr (kMc) ClusterSync();
 }
 
 template <int kRows, bool kCheckpoint>
@@ -1136,10 +1261,60 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
   return CheckLaunch("the chunk state pass");
 }
 
+// The 16-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot hold
+// one such cluster (cudaOccupancyMaxActiveClusters, asked once per device).
+Status LaunchStateMc(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+  using Tr = StateTraits<16>;
+  const auto kernel = KdaChunkStateKernel<16, false, true>;
+  constexpr int kSmem = kStateSmemBytes<16, true>;
+  static std::atomic<uint64_t> done{0}, asked{0}, fits{0};
+  Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
+  if (!st.ok()) return st;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = kSmem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
+  }
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  const bool known = bit != 0 && (asked.load(std::memory_order_acquire) & bit) != 0;
+  bool fit = known && (fits.load(std::memory_order_acquire) & bit) != 0;
+  if (!known) {
+    int clusters = 0;
+    err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+    if (err != cudaSuccess) {
+      return Internal(std::string("kda: cudaOccupancyMaxActiveClusters (the chunk state pass): ") +
+                      cudaGetErrorString(err));
+    }
+    fit = clusters >= 1;
+    if (fit) fits.fetch_or(bit, std::memory_order_acq_rel);  // before `asked`, read after it
+    asked.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  if (!fit) return LaunchStateAs<16, false>(a, ws, stream);
+  err = cudaLaunchKernelEx(&cfg, kernel, a, ws);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: launching the chunk state pass (2-CTA clusters): ") +
+                    cudaGetErrorString(err));
+  }
+  return CheckLaunch("the chunk state pass (2-CTA clusters)");
+}
+
 template <int kRows>
 Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
-  return a.checkpoints != nullptr ? LaunchStateAs<kRows, true>(a, ws, stream)
-                                  : LaunchStateAs<kRows, false>(a, ws, stream);
+  if (a.checkpoints != nullptr) return LaunchStateAs<kRows, true>(a, ws, stream);
+  if constexpr (kRows == 16) return LaunchStateMc(a, ws, stream);
+  return LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
 template <int kThreads>

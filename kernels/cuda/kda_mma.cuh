@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kda_common.cuh"
 
@@ -345,6 +346,84 @@ __device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], 
   Split3Pair(x[0], x[1], &hi[0], &mid[0], &lo[0]);
   Split3Pair(x[2], x[3], &hi[1], &mid[1], &lo[1]);
 }
+
+// ---- 2-CTA clusters: mbarriers and multicast bulk copies (the 16-row state pass) -------------
+// The two CTAs of a cluster each copy half of a chunk record's shared operands into both CTAs'
+// shared memory (cp.async.bulk ... .multicast::cluster: L2 serves each byte once for the two),
+// completing on a "full" mbarrier at the same offset in each CTA; a CTA refills a buffer only
+// after its peer has arrived on its "empty" mbarrier for it. Under the host emulator (no
+// clusters, blocks one after another) the barriers are no-ops and a bulk copy a plain copy into
+// the emulated CTA's own shared memory.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+inline uint32_t ClusterCtaRank() { return 0; }
+inline void ClusterSync() {}
+inline void MbarInit(uint64_t*, uint32_t) {}
+inline void MbarInitFence() {}
+inline void MbarExpectTx(uint64_t*, uint32_t) {}
+inline void MbarWait(uint64_t*, uint32_t) {}
+inline void MbarArrivePeer(uint64_t*, uint32_t) {}
+inline void BulkMulticast(void* smem, const void* gmem, uint32_t bytes, uint64_t*, uint16_t) {
+  std::memcpy(smem, gmem, bytes);
+}
+#else
+__device__ __forceinline__ uint32_t SmemU32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ uint32_t ClusterCtaRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster, once: all earlier shared memory writes (mbarrier inits included)
+// are visible cluster-wide after it.
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+__device__ __forceinline__ void MbarInit(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemU32(bar)), "r"(count)
+               : "memory");
+}
+// Makes the inits visible to the cluster's async proxy (the peer's multicast copies) and to the
+// peer's remote arrives; a ClusterSync must follow before either uses them.
+__device__ __forceinline__ void MbarInitFence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// This thread's arrival, announcing `bytes` more bytes for the current phase.
+__device__ __forceinline__ void MbarExpectTx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemU32(bar)),
+               "r"(bytes)
+               : "memory");
+}
+// Until the phase of the given parity (0 for the first phase, then alternating) has completed.
+__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n KDA_MBAR_WAIT_%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra KDA_MBAR_WAIT_%=;\n}\n" ::
+          "r"(SmemU32(bar)),
+      "r"(parity)
+      : "memory");
+}
+// One arrival on the mbarrier at bar's offset in the cluster's CTA `rank` (release: this thread's
+// earlier shared reads, and those ordered before it by a CTA barrier, are done).
+__device__ __forceinline__ void MbarArrivePeer(uint64_t* bar, uint32_t rank) {
+  asm volatile(
+      "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
+      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemU32(bar)),
+      "r"(rank)
+      : "memory");
+}
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to smem's offset
+// in every CTA of `mask`, each completing `bytes` on the mbarrier at bar's offset there.
+__device__ __forceinline__ void BulkMulticast(void* smem, const void* gmem, uint32_t bytes,
+                                              uint64_t* bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1], %2, [%3], %4;\n" ::"r"(SmemU32(smem)),
+      "l"(gmem), "r"(bytes), "r"(SmemU32(bar)), "h"(mask)
+      : "memory");
+}
+#endif
 
 // BF16x3 product: (acc, acc1, acc2) += (a_hi b_hi, a_hi b_lo, a_lo b_hi).
 __device__ __forceinline__ void Mma3(float (&acc)[4], float (&acc1)[4], float (&acc2)[4],
