@@ -187,8 +187,8 @@ struct McBarriers {
   uint64_t empty2;     // the peer is done with its group 2
 };
 template <int kRows, bool kMc>
-constexpr int kStateSmemBytes =
-    static_cast<int>(sizeof(StateSmem<kRows>) + (kMc ? sizeof(McBarriers) : 0));
+constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmem<kRows>) +
+                                                 (kMc ? sizeof(McBarriers) : 0));
 #ifdef CAKEGRAD_KDA_HOST_EMU
 // The emulator runs blocks one after another, without clusters: its CTA issues its peer's
 // copies too, so that the emulated pass checks every piece's addresses.
@@ -873,21 +873,27 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
-  // Multicast mode: the issuing warp (the first o warp: token tile 0, the least M U work) copies
-  // this CTA's rows, every kMcIssuers-th from its cluster rank, each into both CTAs.
+  // Multicast mode: the o warps (off the chain's path) copy this CTA's rows, every kMcIssuers-th
+  // from its cluster rank, each into both CTAs. A bulk copy takes uniform operands, so a warp
+  // issues its lanes' copies one after another (an ELECT loop, ~8 instructions a copy): one
+  // issuing warp spent ~320 x 8 instructions a chunk, four spread them over the schedulers.
   McBarriers& mb = *reinterpret_cast<McBarriers*>(smem_raw + sizeof(StateSmem<kRows>));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
-  const bool issuer = kMc && warp == Tr::kRoleWarps;
+  const bool issuer = kMc && warp >= Tr::kRoleWarps;
+  const int it = (warp - Tr::kRoleWarps) * 32 + lane;  // issuing thread, 0 .. 127
+  const bool lead = issuer && it == 0;                 // expect_tx and the peer's arrivals
+  constexpr int kIt = 32 * Tr::kRoleWarps;             // issuing threads
   constexpr uint16_t kMcMask = 0x3;
   // Group 1: 2 kChunk rows of -W (hi, lo) then as many of Q Gam, 256 bytes each.
   constexpr int kRowsWq = 2 * kChunk;
   constexpr uint32_t kMcBytes1 = 2 * kRowsWq * kDim * 2;
   auto mc_group1 = [&](const char* rec, int b) {
-    if (lane == 0) MbarExpectTx(&mb.full1[b], kMcBytes1);
+    if (lead) MbarExpectTx(&mb.full1[b], kMcBytes1);
 #pragma unroll
-    for (int i = 0; i < 2 * kRowsWq / (32 * kMcIssuers); ++i) {
-      const bool w = i < kRowsWq / (32 * kMcIssuers);
-      const int row = static_cast<int>(rank) + kMcIssuers * (lane + 32 * i) - (w ? 0 : kRowsWq);
+    for (int i = 0; i < 2 * kRowsWq / (kIt * kMcIssuers); ++i) {
+      const int r = static_cast<int>(rank) + kMcIssuers * (it + kIt * i);
+      const bool w = r < kRowsWq;
+      const int row = w ? r : r - kRowsWq;
       BulkMulticast((w ? &sm.w[b][0][0][0] : &sm.qg[b][0][0][0]) + row * Tr::kKStride,
                     rec + (w ? kda_layout::kRecNegW : kda_layout::kRecQg) + row * kDim * 2,
                     kDim * 2, &mb.full1[b], kMcMask);
@@ -900,18 +906,21 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   static_assert(kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2 &&
                     offsetof(StateSmem<kRows>, m) ==
                         offsetof(StateSmem<kRows>, kd) + sizeof(StateSmem<kRows>::kd) &&
-                    kRowsKm % (32 * kMcIssuers) == 0 && kRowsWq % (32 * kMcIssuers) == 0,
-                "Kdec^T and M rows in one sequence; whole rounds of the issuing warp");
+                    (!kMc || (2 * kRowsWq % (kIt * kMcIssuers) == 0 && kRowsKm % kMcIssuers == 0)),
+                "Kdec^T and M rows in one sequence; whole rounds of group 1's copies");
   auto mc_group2 = [&](const char* rec) {
-    if (lane == 0) MbarExpectTx(&mb.full2, kMcBytes2);
+    if (lead) MbarExpectTx(&mb.full2, kMcBytes2);
 #pragma unroll
-    for (int i = 0; i < kRowsKm / (32 * kMcIssuers); ++i) {
-      const int row = static_cast<int>(rank) + kMcIssuers * (lane + 32 * i);
-      BulkMulticast(&sm.kd[0][0][0] + row * Tr::kTStride,
-                    rec + kda_layout::kRecKdecT + row * kChunk * 2, kChunk * 2, &mb.full2,
-                    kMcMask);
+    for (int i = 0; i < (kRowsKm + kIt * kMcIssuers - 1) / (kIt * kMcIssuers); ++i) {
+      const int row = static_cast<int>(rank) + kMcIssuers * (it + kIt * i);
+      if (row < kRowsKm) {
+        BulkMulticast(&sm.kd[0][0][0] + row * Tr::kTStride,
+                      rec + kda_layout::kRecKdecT + row * kChunk * 2, kChunk * 2, &mb.full2,
+                      kMcMask);
+      }
     }
-    if (lane == 0 && rank == kMcIssuers - 1) {
+    // Gam_C by the issuing thread with the fewest rows (rank 1's last: 384 rows, 128 x 2 each).
+    if (it == kIt - 1 && rank == kMcIssuers - 1) {
       BulkMulticast(&sm.gc[0], rec + kda_layout::kRecGamC, kDim * 4, &mb.full2, kMcMask);
     }
   };
@@ -1124,7 +1133,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if constexpr (kMc) {
       if (c + 2 < chunks) load_uv(record(c + 2), b);
       // -W and Q Gam of buffer b are read: the peer may refill ours (after its o stores).
-      if (issuer && lane == 0 && c + 2 < chunks) MbarArrivePeer(&mb.empty1[b], peer);
+      if (lead && c + 2 < chunks) MbarArrivePeer(&mb.empty1[b], peer);
     } else if (c + Tr::kStages < chunks) {
       load_group1(record(c + Tr::kStages), b);
     }
@@ -1231,7 +1240,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (chain) store_state();
     if constexpr (kMc) {
       if (issuer && c + 1 < chunks) {
-        if (lane == 0) MbarArrivePeer(&mb.empty2, peer);
+        if (lead) MbarArrivePeer(&mb.empty2, peer);
         MbarWait(&mb.empty2, static_cast<uint32_t>(c) & 1);
         mc_group2(record(c + 1));
       }
