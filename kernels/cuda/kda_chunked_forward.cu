@@ -31,6 +31,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <mutex>
+#include <string>
 #include <type_traits>
 
 #include "kda_chunked_forward.cuh"
@@ -176,25 +178,42 @@ struct StateSmem {
 };
 
 // The 16-row forward pass as clusters of two slices (KdaChunkStateKernel's kMc): each CTA
-// bulk-copies half of the record operands common to the slices (-W, Q Gam, Kdec^T, M, Gam_C)
-// into both CTAs, so that L2 serves them once per two slices: 8 slices of a (document, head)
-// read each chunk's ~112 KB of them 8 times a step (ncu: L2 ~63% busy over the pass). Uv,
-// different per slice, stays on cp.async. Behind StateSmem<16> in shared memory.
+// copies half of the record operands common to the slices (-W, Q Gam, Kdec^T, M, Gam_C) into
+// both CTAs by TMA multicast, so that L2 serves them once per two slices: 8 slices of a
+// (document, head) read each chunk's ~112 KB of them 8 times a step (ncu: L2 ~63% busy over the
+// pass). Uv, different per slice, stays on cp.async. The TMA tiles (64 BF16 x 128 rows, 128-byte
+// swizzle: conflict-free ldmatrix rows without padding) reuse StateSmem<16>'s buffers of -W,
+// Q Gam (two column halves each) and Kdec^T | M (three tiles), whose offsets are all multiples
+// of 1024 bytes; the barriers lie behind StateSmem<16>.
 struct McBarriers {
   uint64_t full1[2];   // group-1 buffer b (-W, Q Gam) landed: both CTAs' halves
   uint64_t full2;      // group 2 (Kdec^T, M, Gam_C) landed
   uint64_t empty1[2];  // the peer is done with its group-1 buffer b: refill it
   uint64_t empty2;     // the peer is done with its group 2
 };
+// 1024 bytes for the tiles' alignment (the swizzle pattern follows address bits 7-9).
 template <int kRows, bool kMc>
 constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmem<kRows>) +
-                                                 (kMc ? sizeof(McBarriers) : 0));
+                                                 (kMc ? sizeof(McBarriers) + 1024 : 0));
+// Tiled maps over the workspace's records, dims (column, row, record): -W | Q Gam (128 columns, 4
+// x 64 rows), Kdec^T | M (64 columns, 2 x 128 + 2 x 64 rows); boxes 64 x 128 x 1.
+struct McMaps {
+  CUtensorMap wq, kdm;
+};
+struct McNoMaps {};
+template <bool kMc>
+using McParam = std::conditional_t<kMc, McMaps, McNoMaps>;
+// The maps of either parameter type (the other instances compile the copies, never run them).
+__device__ __forceinline__ const CUtensorMap* MapOf(const McMaps& m, int which) {
+  return which == 0 ? &m.wq : &m.kdm;
+}
+__device__ __forceinline__ const CUtensorMap* MapOf(const McNoMaps&, int) { return nullptr; }
 #ifdef CAKEGRAD_KDA_HOST_EMU
 // The emulator runs blocks one after another, without clusters: its CTA issues its peer's
-// copies too, so that the emulated pass checks every piece's addresses.
-constexpr int kMcIssuers = 1;
+// copies too, so that the emulated pass checks every tile's coordinates.
+constexpr bool kMcBothRanks = true;
 #else
-constexpr int kMcIssuers = 2;  // CTAs of a cluster, each issuing every other piece
+constexpr bool kMcBothRanks = false;
 #endif
 
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
@@ -788,12 +807,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 // operands arrive by multicast bulk copies on mbarriers, issued by one o warp of each CTA.
 template <int kRows, bool kCheckpoint, bool kMc = false>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
-    KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws) {
+    KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
+                        const __grid_constant__ McParam<kMc> maps = {}) {
   using Tr = StateTraits<kRows>;
   static_assert(!kMc || (kRows == 16 && !kCheckpoint && Tr::kStages == 2 && Tr::kOWarps),
                 "multicast: the 16-row forward instance (double-buffered group 1, o warps)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  StateSmem<kRows>& sm = *reinterpret_cast<StateSmem<kRows>*>(smem_raw);
+  unsigned char* const smem = kMc ? AlignSmem1024(smem_raw) : smem_raw;
+  StateSmem<kRows>& sm = *reinterpret_cast<StateSmem<kRows>*>(smem);
   const int slice = blockIdx.x;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -873,54 +894,62 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
-  // Multicast mode: the o warps (off the chain's path) copy this CTA's rows, every kMcIssuers-th
-  // from its cluster rank, each into both CTAs. A bulk copy takes uniform operands, so a warp
-  // issues its lanes' copies one after another (an ELECT loop, ~8 instructions a copy): one
-  // issuing warp spent ~320 x 8 instructions a chunk, four spread them over the schedulers.
-  McBarriers& mb = *reinterpret_cast<McBarriers*>(smem_raw + sizeof(StateSmem<kRows>));
+  // Multicast mode: one thread of the first o warp (token tile 0: the least M U work) issues
+  // this CTA's tiles (rank 0: -W's two column halves, Kdec^T hi, M; rank 1: Q Gam's, Kdec^T lo,
+  // Gam_C) and handles the barriers. Row-wise bulk copies (641 a chunk) cost ~8 instructions
+  // each in a warp's ELECT loop (their operands are uniform); tiles are 8 a chunk.
+  McBarriers& mb = *reinterpret_cast<McBarriers*>(smem + sizeof(StateSmem<kRows>));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
-  const bool issuer = kMc && warp >= Tr::kRoleWarps;
-  const int it = (warp - Tr::kRoleWarps) * 32 + lane;  // issuing thread, 0 .. 127
-  const bool lead = issuer && it == 0;                 // expect_tx and the peer's arrivals
-  constexpr int kIt = 32 * Tr::kRoleWarps;             // issuing threads
+  const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
-  // Group 1: 2 kChunk rows of -W (hi, lo) then as many of Q Gam, 256 bytes each.
-  constexpr int kRowsWq = 2 * kChunk;
-  constexpr uint32_t kMcBytes1 = 2 * kRowsWq * kDim * 2;
-  auto mc_group1 = [&](const char* rec, int b) {
-    if (lead) MbarExpectTx(&mb.full1[b], kMcBytes1);
-#pragma unroll
-    for (int i = 0; i < 2 * kRowsWq / (kIt * kMcIssuers); ++i) {
-      const int r = static_cast<int>(rank) + kMcIssuers * (it + kIt * i);
-      const bool w = r < kRowsWq;
-      const int row = w ? r : r - kRowsWq;
-      BulkMulticast((w ? &sm.w[b][0][0][0] : &sm.qg[b][0][0][0]) + row * Tr::kKStride,
-                    rec + (w ? kda_layout::kRecNegW : kda_layout::kRecQg) + row * kDim * 2,
-                    kDim * 2, &mb.full1[b], kMcMask);
-    }
-  };
-  // Group 2: Kdec^T's 2 kDim rows and M's 2 kChunk rows (128 bytes each, adjacent in the record
-  // and in StateSmem), then Gam_C in one piece.
-  constexpr int kRowsKm = 2 * kDim + 2 * kChunk;
-  constexpr uint32_t kMcBytes2 = kRowsKm * kChunk * 2 + kDim * 4;
-  static_assert(kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2 &&
+  constexpr int kTile = 128 * 64;  // elements of a TMA tile
+  constexpr uint32_t kMcBytes1 = 4 * kTile * 2, kMcBytes2 = 3 * kTile * 2 + kDim * 4;
+  static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
+                    kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2 &&
+                    2 * kTile * 2 <= sizeof(StateSmem<kRows>::w) / Tr::kStages &&
+                    3 * kTile * 2 <= sizeof(StateSmem<kRows>::kd) + sizeof(StateSmem<kRows>::m) &&
                     offsetof(StateSmem<kRows>, m) ==
                         offsetof(StateSmem<kRows>, kd) + sizeof(StateSmem<kRows>::kd) &&
-                    (!kMc || (2 * kRowsWq % (kIt * kMcIssuers) == 0 && kRowsKm % kMcIssuers == 0)),
-                "Kdec^T and M rows in one sequence; whole rounds of group 1's copies");
-  auto mc_group2 = [&](const char* rec) {
-    if (lead) MbarExpectTx(&mb.full2, kMcBytes2);
+                    (!kMc || (offsetof(StateSmem<kRows>, qg) % 1024 == 0 &&
+                              offsetof(StateSmem<kRows>, kd) % 1024 == 0 &&
+                              sizeof(StateSmem<kRows>::w) / Tr::kStages % 1024 == 0)),
+                "-W | Q Gam and Kdec^T | M adjacent in the record; the tiles fit their buffers, "
+                "1024-byte aligned");
+  // The record's row of the tile; the emulator copies from there (the device from the map).
+  // The 16-byte piece q (of 8) of row r of a tile: 128-byte swizzle, as the TMA stores it.
+  auto swz = [](const uint16_t* tile, int r, int q) { return tile + r * 64 + 8 * (q ^ (r & 7)); };
+  auto mc_tile = [&](uint16_t* dst, const CUtensorMap* map, int x, int y, int64_t c, uint64_t* bar,
+                     const char* emu_src, int emu_row_bytes) {
+    TmaTileMulticast(dst, map, x, y, static_cast<int>((bos / kChunk + n + c) * H + h), bar, kMcMask,
+                     emu_src, emu_row_bytes);
+  };
+  // Group 1 of chunk c into buffer b: -W, Q Gam, each as column halves 0 .. 63, 64 .. 127 of its
+  // 128 rows (hi, lo).
+  auto mc_group1 = [&](int64_t c, int b) {
+    MbarExpectTx(&mb.full1[b], kMcBytes1);
+    const char* rec = record(c);
 #pragma unroll
-    for (int i = 0; i < (kRowsKm + kIt * kMcIssuers - 1) / (kIt * kMcIssuers); ++i) {
-      const int row = static_cast<int>(rank) + kMcIssuers * (it + kIt * i);
-      if (row < kRowsKm) {
-        BulkMulticast(&sm.kd[0][0][0] + row * Tr::kTStride,
-                      rec + kda_layout::kRecKdecT + row * kChunk * 2, kChunk * 2, &mb.full2,
-                      kMcMask);
+    for (int m = 0; m < 2; ++m) {
+      if (!kMcBothRanks && static_cast<int>(rank) != m) continue;
+      uint16_t* dst = m == 0 ? &sm.w[b][0][0][0] : &sm.qg[b][0][0][0];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        mc_tile(dst + half * kTile, MapOf(maps, 0), 64 * half, 2 * kChunk * m, c, &mb.full1[b],
+                rec + kda_layout::kRecNegW + (2 * kChunk * m) * kDim * 2 + 128 * half, kDim * 2);
       }
     }
-    // Gam_C by the issuing thread with the fewest rows (rank 1's last: 384 rows, 128 x 2 each).
-    if (it == kIt - 1 && rank == kMcIssuers - 1) {
+  };
+  // Group 2 of chunk c: the 384 rows of Kdec^T (hi, lo) and M (hi, lo) as three tiles, Gam_C.
+  auto mc_group2 = [&](int64_t c) {
+    MbarExpectTx(&mb.full2, kMcBytes2);
+    const char* rec = record(c);
+#pragma unroll
+    for (int t = 0; t < 3; ++t) {
+      if (!kMcBothRanks && static_cast<int>(rank) != (t == 1 ? 1 : 0)) continue;
+      mc_tile(&sm.kd[0][0][0] + t * kTile, MapOf(maps, 1), 0, 128 * t, c, &mb.full2,
+              rec + kda_layout::kRecKdecT + 128 * t * kChunk * 2, kChunk * 2);
+    }
+    if (kMcBothRanks || rank == 1) {
       BulkMulticast(&sm.gc[0], rec + kda_layout::kRecGamC, kDim * 4, &mb.full2, kMcMask);
     }
   };
@@ -1005,10 +1034,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     CpAsyncCommit();
     if (chunks > 1) load_uv(record(1), 1);
     CpAsyncCommit();
-    if (issuer) {
-      mc_group1(record(0), 0);
-      if (chunks > 1) mc_group1(record(1), 1);
-      mc_group2(record(0));
+    if (lead) {
+      mc_group1(0, 0);
+      if (chunks > 1) mc_group1(1, 1);
+      mc_group2(0);
     }
   } else if (chunks > 0) {
     load_group1(record(0), 0);
@@ -1065,8 +1094,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll(kVP == 2 ? 1 : 2)
         for (int ks = 0; ks < kDim / 16; ++ks) {
           uint32_t ah[4], al[4];
-          LdmA<Tr::kKStride>(a_hi, mt * 16, ks * 16, ah);
-          LdmA<Tr::kKStride>(a_lo, mt * 16, ks * 16, al);
+          if constexpr (kMc) {  // a_hi: the column halves' tiles, planes hi, lo in their rows
+            const uint16_t* t = a_hi + (ks >> 2) * kTile;
+            const int r0 = mt * 16, q0 = 2 * (ks & 3);
+            LdmAP([&](int r, int q) { return swz(t, r0 + r, q0 + q); }, ah);
+            LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, q0 + q); }, al);
+          } else {
+            LdmA<Tr::kKStride>(a_hi, mt * 16, ks * 16, ah);
+            LdmA<Tr::kKStride>(a_lo, mt * 16, ks * 16, al);
+          }
 #pragma unroll
           for (int j = 0; j < kVP; ++j) {
 #pragma unroll
@@ -1144,8 +1180,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     for (int ks = 0; ks < 4; ++ks) {
       if (ow && ks <= mt) {
         uint32_t mh[4], ml[4];
-        LdmA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
-        LdmA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
+        if constexpr (kMc) {  // M's rows follow Kdec^T's 2 kDim in the tiles
+          const uint16_t* t = &sm.kd[0][0][0];
+          const int r0 = 2 * kDim + mt * 16;
+          LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
+          LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
+        } else {
+          LdmA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
+          LdmA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
+        }
 #pragma unroll
         for (int j = 0; j < kVP; ++j) {
 #pragma unroll
@@ -1184,9 +1227,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 
     // Multicast mode: buffer b's refill, chunk c + 2, once the peer has read its own buffer b
     // (off the chain's path: the issuing warp has only its o work of this chunk before it).
-    if (issuer && c + 2 < chunks) {
+    if (lead && c + 2 < chunks) {
       MbarWait(&mb.empty1[b], static_cast<uint32_t>(c >> 1) & 1);
-      mc_group1(record(c + 2), b);
+      mc_group1(c + 2, b);
     }
 
     // S1 = S0 Gam_C + U^T Kdec: state tiles vt, K quarter mt; each Kdec fragment serves the
@@ -1219,7 +1262,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           uint32_t bh[2], bl[2];
-          LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh, bl);
+          if constexpr (kMc) {
+            LdmB2P(
+                [&](int plane, int r, int q) { return swz(&sm.kd[0][0][0], kDim * plane + r, q); },
+                32 * mt + 8 * nt, 2 * ks, bh, bl);
+          } else {
+            LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,
+                                bl);
+          }
 #pragma unroll
           for (int j = 0; j < kVP; ++j) {
             Mma3(st[j][nt], Tr::kSplitAcc ? p1[j][nt] : st[j][nt],
@@ -1239,10 +1289,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
     if (chain) store_state();
     if constexpr (kMc) {
-      if (issuer && c + 1 < chunks) {
-        if (lead) MbarArrivePeer(&mb.empty2, peer);
+      if (lead && c + 1 < chunks) {
+        MbarArrivePeer(&mb.empty2, peer);
         MbarWait(&mb.empty2, static_cast<uint32_t>(c) & 1);
-        mc_group2(record(c + 1));
+        mc_group2(c + 1);
       }
     } else {
       if (c + 1 < chunks) load_group2(record(c + 1));
@@ -1272,7 +1322,46 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
 
 // The 16-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot hold
 // one such cluster (cudaOccupancyMaxActiveClusters, asked once per device).
-Status LaunchStateMc(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no libcuda link), looked up
+// once.
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t rows,
+                       int64_t records) {
+  static std::once_flag once;
+  static EncodeTiledFn encode = nullptr;
+  static cudaError_t err = cudaSuccess;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                           &q);
+    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
+      encode = reinterpret_cast<EncodeTiledFn>(p);
+    }
+  });
+  if (encode == nullptr) {
+    return Internal(std::string("kda: cuTensorMapEncodeTiled unavailable: ") +
+                    cudaGetErrorString(err));
+  }
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(records)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols * 2),
+                                 static_cast<cuuint64_t>(kda_layout::kRecBytes)};
+  const cuuint32_t box[3] = {64, 128, 1}, ones[3] = {1, 1, 1};
+  const CUresult r =
+      encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<char*>(base), dims, strides, box,
+             ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return Internal("kda: cuTensorMapEncodeTiled (the chunk records) failed: " + std::to_string(r));
+  }
+  return OkStatus();
+}
+
+Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
   using Tr = StateTraits<16>;
   const auto kernel = KdaChunkStateKernel<16, false, true>;
   constexpr int kSmem = kStateSmemBytes<16, true>;
@@ -1310,8 +1399,18 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, cudaStream_t stream) {
     if (fit) fits.fetch_or(bit, std::memory_order_acq_rel);  // before `asked`, read after it
     asked.fetch_or(bit, std::memory_order_acq_rel);
   }
-  if (!fit) return LaunchStateAs<16, false>(a, ws, stream);
-  err = cudaLaunchKernelEx(&cfg, kernel, a, ws);
+  // The maps need 16-byte aligned rows; every record offset is (kRecBytes is).
+  if (!fit || reinterpret_cast<uintptr_t>(ws) % 16 != 0) {
+    return LaunchStateAs<16, false>(a, ws, stream);
+  }
+  McMaps maps;
+  const int64_t records = slots * a.s.H;
+  const Status wq = EncodeRecordMap(&maps.wq, ws + kda_layout::kRecNegW, kDim, 4 * kChunk, records);
+  if (!wq.ok()) return wq;
+  const Status kdm = EncodeRecordMap(&maps.kdm, ws + kda_layout::kRecKdecT, kChunk,
+                                     2 * kDim + 2 * kChunk, records);
+  if (!kdm.ok()) return kdm;
+  err = cudaLaunchKernelEx(&cfg, kernel, a, ws, maps);
   if (err != cudaSuccess) {
     return Internal(std::string("kda: launching the chunk state pass (2-CTA clusters): ") +
                     cudaGetErrorString(err));
@@ -1320,9 +1419,9 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, cudaStream_t stream) {
 }
 
 template <int kRows>
-Status LaunchState(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
   if (a.checkpoints != nullptr) return LaunchStateAs<kRows, true>(a, ws, stream);
-  if constexpr (kRows == 16) return LaunchStateMc(a, ws, stream);
+  if constexpr (kRows == 16) return LaunchStateMc(a, ws, slots, stream);
   return LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
@@ -1365,9 +1464,9 @@ Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace
     return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
   }
   const int64_t chains = a.s.N * a.s.H;
-  if (chains * StateTraits<16>::kSlices <= sms) return LaunchState<16>(a, ws, stream);
-  if (chains * StateTraits<32>::kSlices <= 2 * sms) return LaunchState<32>(a, ws, stream);
-  return LaunchState<64>(a, ws, stream);
+  if (chains * StateTraits<16>::kSlices <= sms) return LaunchState<16>(a, ws, slots, stream);
+  if (chains * StateTraits<32>::kSlices <= 2 * sms) return LaunchState<32>(a, ws, slots, stream);
+  return LaunchState<64>(a, ws, slots, stream);
 }
 
 }  // namespace kda_cuda

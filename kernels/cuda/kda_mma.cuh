@@ -7,6 +7,7 @@
 // inline-PTX helpers take the shim's emulations, so the kernels' source runs unchanged on the host.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (a kernel parameter: no libcuda link)
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -131,6 +132,28 @@ __device__ __forceinline__ void LdmB2(const uint16_t* hi_base, const uint16_t* l
   Ldsm4<false>(
       (lane < 16 ? hi_base : lo_base) + (n0 + (lane & 7)) * kStride + k0 + 8 * ((lane >> 3) & 1),
       bh[0], bh[1], bl[0], bl[1]);
+}
+#endif
+
+// LdmB2 with the caller's row pieces: piece(plane, n, q) is the 16-byte piece of plane 0 (hi) or 1
+// (lo) holding row n, columns 8 q .. 8 q + 7, so that the caller may swizzle its rows; q0 = k0 / 8.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmB2P(Piece piece, int n0, int q0, uint32_t (&bh)[2],
+                                       uint32_t (&bl)[2]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int j = 0; j < 2; ++j) {
+    bh[j] = *reinterpret_cast<const uint32_t*>(piece(0, n0 + g, q0 + j) + 2 * q);
+    bl[j] = *reinterpret_cast<const uint32_t*>(piece(1, n0 + g, q0 + j) + 2 * q);
+  }
+}
+#else
+template <class Piece>
+__device__ __forceinline__ void LdmB2P(Piece piece, int n0, int q0, uint32_t (&bh)[2],
+                                       uint32_t (&bl)[2]) {
+  const int lane = threadIdx.x & 31;
+  Ldsm4<false>(piece(lane >> 4, n0 + (lane & 7), q0 + ((lane >> 3) & 1)), bh[0], bh[1], bl[0],
+               bl[1]);
 }
 #endif
 
@@ -365,6 +388,18 @@ inline void MbarArrivePeer(uint64_t*, uint32_t) {}
 inline void BulkMulticast(void* smem, const void* gmem, uint32_t bytes, uint64_t*, uint16_t) {
   std::memcpy(smem, gmem, bytes);
 }
+inline unsigned char* AlignSmem1024(unsigned char* p) { return p; }
+// TmaTileMulticast's copy: 128 rows of 128 bytes from emu_src (rows emu_row_bytes apart), the
+// 16-byte piece j of row r to piece j ^ (r % 8) (the 128-byte swizzle, rows relative to the tile).
+inline void TmaTileMulticast(uint16_t* smem, const CUtensorMap*, int, int, int, uint64_t*, uint16_t,
+                             const char* emu_src, int emu_row_bytes) {
+  for (int r = 0; r < 128; ++r) {
+    for (int j = 0; j < 8; ++j) {
+      std::memcpy(smem + r * 64 + 8 * (j ^ (r & 7)), emu_src + int64_t{r} * emu_row_bytes + 16 * j,
+                  16);
+    }
+  }
+}
 #else
 __device__ __forceinline__ uint32_t SmemU32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -411,6 +446,23 @@ __device__ __forceinline__ void MbarArrivePeer(uint64_t* bar, uint32_t rank) {
       "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
       " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemU32(bar)),
       "r"(rank)
+      : "memory");
+}
+// p rounded up to a multiple of 1024 bytes in the shared window (the 128-byte swizzle's pattern
+// repeats every 1024 bytes of address: its tiles must start there).
+__device__ __forceinline__ unsigned char* AlignSmem1024(unsigned char* p) {
+  return p + ((1024u - (SmemU32(p) & 1023u)) & 1023u);
+}
+// One tile of a tiled tensor map with 128-byte swizzle and boxes of 64 BF16 x 128 rows x 1 (16 KB)
+// at coordinates (x, y, z), into smem (1024-byte aligned) of every CTA of `mask`, completing on
+// the mbarrier at bar's offset there. emu_src / emu_row_bytes: the host emulator's copy only.
+__device__ __forceinline__ void TmaTileMulticast(uint16_t* smem, const CUtensorMap* map, int x,
+                                                 int y, int z, uint64_t* bar, uint16_t mask,
+                                                 const char*, int) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(SmemU32(smem)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(SmemU32(bar)), "h"(mask)
       : "memory");
 }
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to smem's offset
