@@ -370,13 +370,13 @@ __device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], 
   Split3Pair(x[2], x[3], &hi[1], &mid[1], &lo[1]);
 }
 
-// ---- 2-CTA clusters: mbarriers and multicast bulk copies (the 16-row state pass) -------------
+// ---- 2-CTA clusters: mbarriers and multicast copies (the 16-row state pass) ------------------
 // The two CTAs of a cluster each copy half of a chunk record's shared operands into both CTAs'
-// shared memory (cp.async.bulk ... .multicast::cluster: L2 serves each byte once for the two),
-// completing on a "full" mbarrier at the same offset in each CTA; a CTA refills a buffer only
-// after its peer has arrived on its "empty" mbarrier for it. Under the host emulator (no
-// clusters, blocks one after another) the barriers are no-ops and a bulk copy a plain copy into
-// the emulated CTA's own shared memory.
+// shared memory (TMA tiles and bulk copies, .multicast::cluster: L2 serves each byte once for the
+// two), completing on a "full" mbarrier at the same offset in each CTA; a CTA refills a buffer
+// only after its peer has arrived on its "empty" mbarrier for it. Under the host emulator (no
+// clusters, blocks one after another) the barriers are no-ops and a copy a plain (for tiles:
+// swizzled) copy into the emulated CTA's own shared memory.
 #ifdef CAKEGRAD_KDA_HOST_EMU
 inline uint32_t ClusterCtaRank() { return 0; }
 inline void ClusterSync() {}
