@@ -626,9 +626,10 @@ TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
   }
 }
 
-TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
-  CAKEGRAD_REQUIRE_GPU();
-  Problem pr(Packed({0, 1, 40, 300, 9, 1000, 33}, 4, false));
+// The forward and the sequential backward of packed documents `lens` x H: bitwise equal across
+// runs, garbage workspaces, streams and graph replay.
+void ExpectBitwiseDeterministic(const std::vector<int64_t>& lens, int64_t H) {
+  Problem pr(Packed(lens, H, false));
   pr.ws.Fill(0x00);
   pr.Poison();
   RunBoth(pr, nullptr);
@@ -669,6 +670,11 @@ TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
   CUDA_ASSERT_OK(cudaGraphDestroy(graph));
   CUDA_ASSERT_OK(cudaStreamDestroy(stream));
+}
+
+TEST(KdaKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
+  CAKEGRAD_REQUIRE_GPU();
+  ExpectBitwiseDeterministic({0, 1, 40, 300, 9, 1000, 33}, 4);  // 28 chains: the 32-row pass
 }
 
 // Every output was written (the poison is NaN) and is finite: no BF16 or FP32 element of the
@@ -774,6 +780,19 @@ TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   ASSERT_GT(chains * 8, sms) << "the 16-row pass, not the 32-row one";
   ASSERT_LE(chains * 4, 2 * sms) << "the 64-row pass, not the 32-row one";
   SanitizeStatePass(lens, H, "kda 32-row chunked bwd");
+}
+
+// The determinism test through the 16-row pass, whose forward runs as 2-CTA clusters with its
+// TMA maps as kernel parameters (graph capture included): 7 documents x 2 heads = 14 chains,
+// 8 x 14 slices in one wave of the H200's SMs.
+TEST(KdaKernels, BitwiseDeterministicSixteenRowStatePass) {
+  CAKEGRAD_REQUIRE_GPU();
+  const int sms = SmCount();
+  ASSERT_GT(sms, 0) << "the device's SM count";
+  const std::vector<int64_t> lens = {0, 1, 40, 300, 9, 1000, 33};
+  const int64_t H = 2;
+  ASSERT_LE(static_cast<int64_t>(lens.size()) * H * 8, sms) << "not the 16-row pass";
+  ExpectBitwiseDeterministic(lens, H);
 }
 
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
