@@ -32,7 +32,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -40,6 +39,7 @@
 #include "kda_mma.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
+#include "tensor_map.h"
 #endif
 
 namespace cakegrad::kernels {
@@ -929,7 +929,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // Group 1 of chunk c into buffer b: -W, Q Gam, each as column halves 0 .. 63, 64 .. 127 of its
   // 128 rows (hi, lo).
   auto mc_group1 = [&](int64_t c, int b) {
-    MbarExpectTx(&mb.full1[b], kMcBytes1);
+    MbarArriveExpectTx(&mb.full1[b], kMcBytes1);
     const char* rec = record(c);
 #pragma unroll
     for (int m = 0; m < 2; ++m) {
@@ -944,7 +944,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   };
   // Group 2 of chunk c: the 384 rows of Kdec^T (hi, lo) and M (hi, lo) as three tiles, Gam_C.
   auto mc_group2 = [&](int64_t c) {
-    MbarExpectTx(&mb.full2, kMcBytes2);
+    MbarArriveExpectTx(&mb.full2, kMcBytes2);
     const char* rec = record(c);
 #pragma unroll
     for (int t = 0; t < 3; ++t) {
@@ -1323,44 +1323,17 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
   return CheckLaunch("the chunk state pass");
 }
 
-// A tiled map (McMaps) of `cols` BF16 x `rows` rows of every record from `base`:
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no libcuda link), looked up
-// once.
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+// A tiled map (McMaps) of `cols` BF16 x `rows` rows of every record from `base`, boxes of 64 x
+// 128 x 1 with the 128-byte swizzle.
 Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t rows,
                        int64_t records) {
-  static std::once_flag once;
-  static EncodeTiledFn encode = nullptr;
-  static cudaError_t err = cudaSuccess;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                           &q);
-    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
-      encode = reinterpret_cast<EncodeTiledFn>(p);
-    }
-  });
-  if (encode == nullptr) {
-    return Internal(std::string("kda: cuTensorMapEncodeTiled unavailable: ") +
-                    cudaGetErrorString(err));
-  }
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(records)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols * 2),
                                  static_cast<cuuint64_t>(kda_layout::kRecBytes)};
-  const cuuint32_t box[3] = {64, 128, 1}, ones[3] = {1, 1, 1};
-  const CUresult r =
-      encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<char*>(base), dims, strides, box,
-             ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return Internal("kda: cuTensorMapEncodeTiled (the chunk records) failed: " + std::to_string(r));
-  }
-  return OkStatus();
+  const cuuint32_t box[3] = {64, 128, 1};
+  return EncodeTiledMap(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims, strides, box,
+                        CU_TENSOR_MAP_SWIZZLE_128B, "kda: the chunk records' tensor map");
 }
 
 // The 16-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot hold

@@ -14,6 +14,9 @@
 #include <cstring>
 
 #include "kda_common.cuh"
+#ifndef CAKEGRAD_KDA_HOST_EMU
+#include "cluster_sync.cuh"
+#endif
 
 namespace cakegrad::kernels::kda_cuda {
 
@@ -382,7 +385,7 @@ inline uint32_t ClusterCtaRank() { return 0; }
 inline void ClusterSync() {}
 inline void MbarInit(uint64_t*, uint32_t) {}
 inline void MbarInitFence() {}
-inline void MbarExpectTx(uint64_t*, uint32_t) {}
+inline void MbarArriveExpectTx(uint64_t*, uint32_t) {}
 inline void MbarWait(uint64_t*, uint32_t) {}
 inline void MbarArrivePeer(uint64_t*, uint32_t) {}
 inline void BulkMulticast(void* smem, const void* gmem, uint32_t bytes, uint64_t*, uint16_t) {
@@ -401,57 +404,19 @@ inline void TmaTileMulticast(uint16_t* smem, const CUtensorMap*, int, int, int, 
   }
 }
 #else
-__device__ __forceinline__ uint32_t SmemU32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ uint32_t ClusterCtaRank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of the cluster, once: all earlier shared memory writes (mbarrier inits included)
-// are visible cluster-wide after it.
-__device__ __forceinline__ void ClusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-}
-__device__ __forceinline__ void MbarInit(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemU32(bar)), "r"(count)
-               : "memory");
-}
-// Makes the inits visible to the cluster's async proxy (the peer's multicast copies) and to the
-// peer's remote arrives; a ClusterSync must follow before either uses them.
-__device__ __forceinline__ void MbarInitFence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// This thread's arrival, announcing `bytes` more bytes for the current phase.
-__device__ __forceinline__ void MbarExpectTx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemU32(bar)),
-               "r"(bytes)
-               : "memory");
-}
-// Until the phase of the given parity (0 for the first phase, then alternating) has completed.
-__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n KDA_MBAR_WAIT_%=:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra KDA_MBAR_WAIT_%=;\n}\n" ::
-          "r"(SmemU32(bar)),
-      "r"(parity)
-      : "memory");
-}
 // One arrival on the mbarrier at bar's offset in the cluster's CTA `rank` (release: this thread's
 // earlier shared reads, and those ordered before it by a CTA barrier, are done).
 __device__ __forceinline__ void MbarArrivePeer(uint64_t* bar, uint32_t rank) {
   asm volatile(
       "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemU32(bar)),
+      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemAddr(bar)),
       "r"(rank)
       : "memory");
 }
 // p rounded up to a multiple of 1024 bytes in the shared window (the 128-byte swizzle's pattern
 // repeats every 1024 bytes of address: its tiles must start there).
 __device__ __forceinline__ unsigned char* AlignSmem1024(unsigned char* p) {
-  return p + ((1024u - (SmemU32(p) & 1023u)) & 1023u);
+  return p + ((1024u - (SmemAddr(p) & 1023u)) & 1023u);
 }
 // One tile of a tiled tensor map with 128-byte swizzle and boxes of 64 BF16 x 128 rows x 1 (16 KB)
 // at coordinates (x, y, z), into smem (1024-byte aligned) of every CTA of `mask`, completing on
@@ -461,8 +426,8 @@ __device__ __forceinline__ void TmaTileMulticast(uint16_t* smem, const CUtensorM
                                                  const char*, int) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(SmemU32(smem)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(SmemU32(bar)), "h"(mask)
+      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(SmemAddr(smem)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(SmemAddr(bar)), "h"(mask)
       : "memory");
 }
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to smem's offset
@@ -471,8 +436,8 @@ __device__ __forceinline__ void BulkMulticast(void* smem, const void* gmem, uint
                                               uint64_t* bar, uint16_t mask) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1], %2, [%3], %4;\n" ::"r"(SmemU32(smem)),
-      "l"(gmem), "r"(bytes), "r"(SmemU32(bar)), "h"(mask)
+      " [%0], [%1], %2, [%3], %4;\n" ::"r"(SmemAddr(smem)),
+      "l"(gmem), "r"(bytes), "r"(SmemAddr(bar)), "h"(mask)
       : "memory");
 }
 #endif

@@ -807,16 +807,15 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
     const auto f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     const auto swz = CU_TENSOR_MAP_SWIZZLE_128B;
     const auto flat = CU_TENSOR_MAP_SWIZZLE_NONE;
+    MHC_RETURN_IF_ERROR(EncodeTiledMap(&maps.x, bf16, 3, p.X, x_dims, x_strides, x_box, swz, name));
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeTiledMap(&maps.x, bf16, 3, p.X, x_dims, x_strides, x_box, swz, name));
+        EncodeTiledMap(&maps.dy, bf16, 3, p.dY, x_dims, x_strides, x_box, swz, name));
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeTiledMap(&maps.dy, bf16, 3, p.dY, x_dims, x_strides, x_box, swz, name));
+        EncodeTiledMap(&maps.du, bf16, 2, p.dU, u_dims, u_strides, u_box, swz, name));
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeTiledMap(&maps.du, bf16, 2, p.dU, u_dims, u_strides, u_box, swz, name));
+        EncodeTiledMap(&maps.rec, f32, 2, records, r_dims, r_strides, r_box, flat, name));
     MHC_RETURN_IF_ERROR(
-        mhc_cuda::EncodeTiledMap(&maps.rec, f32, 2, records, r_dims, r_strides, r_box, flat, name));
-    MHC_RETURN_IF_ERROR(mhc_cuda::EncodeTiledMap(&maps.stats, f32, 2, p.stats, r_dims, r_strides,
-                                                 r_box, flat, name));
+        EncodeTiledMap(&maps.stats, f32, 2, p.stats, r_dims, r_strides, r_box, flat, name));
   }
   auto* col_kernel = mhc_cuda::MhcBwdColumnsTcKernel<ColTr>;
   // Above the 48 KiB default; set on every call since the attribute is per device.

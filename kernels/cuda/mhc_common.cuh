@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cakegrad/kernels/mhc.h"
+#include "cluster_sync.cuh"
 #include "cp_async.cuh"
 
 namespace cakegrad::kernels::mhc_cuda {
@@ -57,37 +58,6 @@ __device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
 }
 
-__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// mbarrier helpers for stages filled by the tensor-memory-access engine.
-__device__ __forceinline__ void MbarInit(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count)
-               : "memory");
-}
-// Makes initialized barriers visible to the copy engine (a block barrier must follow).
-__device__ __forceinline__ void MbarInitFence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
-               "r"(bytes)
-               : "memory");
-}
-// Returns once the phase of the given parity has completed.
-__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "MHC_MBAR_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra MHC_MBAR_WAIT;\n"
-      "}\n" ::"r"(SmemAddr(bar)),
-      "r"(parity)
-      : "memory");
-}
-
 // Shared-memory loads from 32-bit shared addresses (volatile: they stay after the barrier waits).
 __device__ __forceinline__ uint2 LdsU2(uint32_t s) {
   uint2 v;
@@ -119,44 +89,11 @@ __device__ __forceinline__ void LdMatrixX4Trans(const void* smem, uint32_t* r) {
   LdMatrixX4TransAddr(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), r);
 }
 
-// Thread-block clusters and distributed shared memory (sm_90).
-__device__ __forceinline__ uint32_t ClusterCtaRank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t ClusterId() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t ClusterCount() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-  return r;
-}
-// The address of the same shared variable in CTA `rank` of the cluster.
-__device__ __forceinline__ uint32_t MapaShared(uint32_t s, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(s), "r"(rank));
-  return r;
-}
+// A float of a cluster CTA's shared memory (an address from MapaShared).
 __device__ __forceinline__ float LdsClusterF32(uint32_t s) {
   float v;
   asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(s) : "memory");
   return v;
-}
-// Split cluster barrier: arrive publishes this thread's earlier (shared) writes, wait returns
-// once every thread of the cluster has arrived and makes their writes visible.
-__device__ __forceinline__ void ClusterArrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-}
-// Arrive without ordering this thread's earlier memory accesses (another thread's release must).
-__device__ __forceinline__ void ClusterArriveRelaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void ClusterWait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
 __device__ __forceinline__ float Sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
