@@ -183,19 +183,40 @@ struct StateSmem {
 // both CTAs by TMA multicast, so that L2 serves them once per two slices: 8 slices of a
 // (document, head) read each chunk's ~112 KB of them 8 times a step (ncu: L2 ~63% busy over the
 // pass; H200, 2026-11-30: the pass 1.69 -> 1.52 ms, L2 67% -> 55% busy, the forward at
-// (1, 32768, 16) -6%). Uv, different per slice, stays on cp.async. The TMA tiles (64 BF16 x 128
-// rows, 128-byte swizzle: conflict-free ldmatrix rows without padding) reuse StateSmem<16>'s
-// buffers of -W, Q Gam (two column halves each) and Kdec^T | M (three tiles), whose offsets are all
-// multiples of 1024 bytes; the barriers lie behind StateSmem<16>.
-struct McBarriers {
-  uint64_t full1[2];   // group-1 buffer b (-W, Q Gam) landed: both CTAs' halves
-  uint64_t full2;      // group 2 (Kdec^T, M, Gam_C) landed
-  uint64_t empty1[2];  // the peer is done with its group-1 buffer b: refill it
-  uint64_t empty2;     // the peer is done with its group 2
+// (1, 32768, 16) -6%). Uv, different per slice, stays on cp.async. The TMA tiles are 64 BF16 x
+// 128 rows with the 128-byte swizzle (conflict-free ldmatrix rows without padding), dense, each
+// buffer at a multiple of 1024 bytes. Kdec^T | M and Gam_C are double-buffered and issued in the
+// middle of the chunk before their use: single-buffered, they could only be issued once both CTAs
+// had finished the chunk, so the copy's latency and the wait for the peer fell between the
+// chunk's last barrier and the next one's second. The room comes from Q Gam, single-buffered: only
+// the o warps read it, in the chunk's first stretch, so it is issued one chunk ahead (-W stays two
+// ahead).
+struct McSmem {
+  static constexpr int kTile = 128 * 64;  // elements of a TMA tile
+  using Tr = StateTraits<16>;
+  uint16_t w[2][2 * kTile];   // -W in buffer c % 2: column halves 0 .. 63, 64 .. 127; rows hi, lo
+  uint16_t qg[2 * kTile];     // Q Gam, likewise
+  uint16_t kd[2][3 * kTile];  // buffer c % 2: Kdec^T hi, Kdec^T lo (128 rows each), M hi | lo
+  float gc[2][kDim];          // Gam_C, buffer c % 2
+  float uv[Tr::kStages][kChunk][Tr::kUvStride];
+  uint16_t s[2][16][Tr::kKStride];
+  uint16_t u[2][16][Tr::kTStride];
 };
+static_assert(offsetof(McSmem, qg) % 1024 == 0 && offsetof(McSmem, kd) % 1024 == 0 &&
+                  sizeof(McSmem::w[0]) % 1024 == 0 && sizeof(McSmem::kd[0]) % 1024 == 0,
+              "every TMA tile 1024-byte aligned");
+struct McBarriers {
+  uint64_t full_w[2];   // -W of buffer b landed: both CTAs' halves
+  uint64_t full_q;      // Q Gam landed
+  uint64_t full_kd[2];  // Kdec^T, M, Gam_C of buffer b landed
+  uint64_t empty;       // the peer passed chunk c's second barrier: its reads of -W (c), Q Gam (c)
+                        // and Kdec^T | M, Gam_C (c - 1) are done
+};
+template <int kRows, bool kMc>
+using StateSmemOf = std::conditional_t<kMc, McSmem, StateSmem<kRows>>;
 // 1024 bytes for the tiles' alignment (the swizzle pattern follows address bits 7-9).
 template <int kRows, bool kMc>
-constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmem<kRows>) +
+constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmemOf<kRows, kMc>) +
                                                  (kMc ? sizeof(McBarriers) + 1024 : 0));
 // Tiled maps over the workspace's records, dims (column, row, record): -W | Q Gam (128 columns, 4
 // x 64 rows), Kdec^T | M (64 columns, 2 x 128 + 2 x 64 rows); boxes 64 x 128 x 1.
@@ -817,7 +838,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
                 "multicast: the 16-row forward instance (double-buffered group 1, o warps)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* const smem = kMc ? AlignSmem1024(smem_raw) : smem_raw;
-  StateSmem<kRows>& sm = *reinterpret_cast<StateSmem<kRows>*>(smem);
+  using Sm = StateSmemOf<kRows, kMc>;
+  Sm& sm = *reinterpret_cast<Sm*>(smem);
   const int slice = blockIdx.x;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -868,18 +890,21 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       CpAsync<16>(&sm.uv[b][ru + i * kStep][4 * pu], u + i * kStep * kDim * 4);
     }
   };
+  // Not in multicast mode (McSmem: other buffer shapes).
   auto load_group1 = [&](const char* rec, int b) {
-    const char* w = rec + kda_layout::kRecNegW + g16;
-    const char* q = rec + kda_layout::kRecQg + g16;
-    uint16_t* sw = &sm.w[b][0][0][0] + s16;
-    uint16_t* sq = &sm.qg[b][0][0][0] + s16;
+    if constexpr (!kMc) {
+      const char* w = rec + kda_layout::kRecNegW + g16;
+      const char* q = rec + kda_layout::kRecQg + g16;
+      uint16_t* sw = &sm.w[b][0][0][0] + s16;
+      uint16_t* sq = &sm.qg[b][0][0][0] + s16;
 #pragma unroll
-    for (int i = 0; i < 2 * kChunk * 16 / kT; ++i) {
-      constexpr int kStep = kT / 16;  // rows per round
-      CpAsync<16>(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
-      CpAsync<16>(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
+      for (int i = 0; i < 2 * kChunk * 16 / kT; ++i) {
+        constexpr int kStep = kT / 16;  // rows per round
+        CpAsync<16>(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
+        CpAsync<16>(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
+      }
+      load_uv(rec, b);
     }
-    load_uv(rec, b);
   };
   // `rows` rows of 8 pieces (kChunk BF16 a row), kT / 8 rows a round.
   auto copy_rows8 = [&](uint16_t* dst, const char* src, auto rows) {
@@ -890,34 +915,48 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
   };
   auto load_group2 = [&](const char* rec) {
-    copy_rows8(&sm.kd[0][0][0] + s8, rec + kda_layout::kRecKdecT + g8,
-               std::integral_constant<int, 2 * kDim>{});
-    copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
-               std::integral_constant<int, 2 * kChunk>{});
-    if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
+    if constexpr (!kMc) {
+      copy_rows8(&sm.kd[0][0][0] + s8, rec + kda_layout::kRecKdecT + g8,
+                 std::integral_constant<int, 2 * kDim>{});
+      copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
+                 std::integral_constant<int, 2 * kChunk>{});
+      if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
+    }
   };
 
   // Multicast mode: one thread of the first o warp (token tile 0: the least M U work) issues
-  // this CTA's tiles (rank 0: -W's two column halves, Kdec^T hi, M; rank 1: Q Gam's, Kdec^T lo,
-  // Gam_C) and handles the barriers. Row-wise bulk copies (641 a chunk) cost ~8 instructions
-  // each in a warp's ELECT loop (their operands are uniform); tiles are 8 a chunk.
-  McBarriers& mb = *reinterpret_cast<McBarriers*>(smem + sizeof(StateSmem<kRows>));
+  // this CTA's tiles (per chunk: one column half of -W and of Q Gam each; rank 0 Kdec^T hi and M,
+  // rank 1 Kdec^T lo and Gam_C) and handles the barriers. Row-wise bulk copies (641 a chunk) cost
+  // ~8 instructions each in a warp's ELECT loop (their operands are uniform); tiles are 7 a chunk.
+  McBarriers& mb = *reinterpret_cast<McBarriers*>(smem + sizeof(Sm));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
   const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
   constexpr int kTile = 128 * 64;  // elements of a TMA tile
-  constexpr uint32_t kMcBytes1 = 4 * kTile * 2, kMcBytes2 = 3 * kTile * 2 + kDim * 4;
+  constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = 3 * kTile * 2 + kDim * 4;
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
-                    kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2 &&
-                    2 * kTile * 2 <= sizeof(StateSmem<kRows>::w) / Tr::kStages &&
-                    3 * kTile * 2 <= sizeof(StateSmem<kRows>::kd) + sizeof(StateSmem<kRows>::m) &&
-                    offsetof(StateSmem<kRows>, m) ==
-                        offsetof(StateSmem<kRows>, kd) + sizeof(StateSmem<kRows>::kd) &&
-                    (!kMc || (offsetof(StateSmem<kRows>, qg) % 1024 == 0 &&
-                              offsetof(StateSmem<kRows>, kd) % 1024 == 0 &&
-                              sizeof(StateSmem<kRows>::w) / Tr::kStages % 1024 == 0)),
-                "-W | Q Gam and Kdec^T | M adjacent in the record; the tiles fit their buffers, "
-                "1024-byte aligned");
+                    kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
+                "-W | Q Gam and Kdec^T | M adjacent in the record");
+  // The buffers of the tiles (multicast mode only).
+  auto w_buf = [&](int b) -> uint16_t* {
+    if constexpr (kMc) return sm.w[b];
+    return nullptr;
+  };
+  auto kd_buf = [&](int b) -> uint16_t* {
+    if constexpr (kMc) return sm.kd[b];
+    return nullptr;
+  };
+  auto qg_buf = [&]() -> uint16_t* {
+    if constexpr (kMc) return sm.qg;
+    return nullptr;
+  };
+  auto gc_buf = [&](int b) -> float* {
+    if constexpr (kMc) {
+      return sm.gc[b];
+    } else {
+      return sm.gc;
+    }
+  };
   // The 16-byte piece q (of 8) of row r of a tile: 128-byte swizzle, as the TMA stores it.
   auto swz = [](const uint16_t* tile, int r, int q) { return tile + r * 64 + 8 * (q ^ (r & 7)); };
   // A tile of chunk c's record at (x, y) of `map`; the emulator copies it from emu_src instead.
@@ -926,45 +965,42 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     TmaTileMulticast(dst, map, x, y, static_cast<int>((bos / kChunk + n + c) * H + h), bar, kMcMask,
                      emu_src, emu_row_bytes);
   };
-  // Group 1 of chunk c into buffer b: -W, Q Gam, each as column halves 0 .. 63, 64 .. 127 of its
-  // 128 rows (hi, lo).
-  auto mc_group1 = [&](int64_t c, int b) {
-    MbarArriveExpectTx(&mb.full1[b], kMcBytes1);
+  // -W (m = 0) or Q Gam (m = 1) of chunk c into dst: column halves 0 .. 63, 64 .. 127 of its 128
+  // rows (hi, lo), rank `half` issuing half `half`.
+  auto mc_wq = [&](int m, int64_t c, uint16_t* dst, uint64_t* bar) {
+    MbarArriveExpectTx(bar, kMcBytesWq);
     const char* rec = record(c);
 #pragma unroll
-    for (int m = 0; m < 2; ++m) {
-      if (!kMcBothRanks && static_cast<int>(rank) != m) continue;
-      uint16_t* dst = m == 0 ? &sm.w[b][0][0][0] : &sm.qg[b][0][0][0];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        mc_tile(dst + half * kTile, MapOf(maps, 0), 64 * half, 2 * kChunk * m, c, &mb.full1[b],
-                rec + kda_layout::kRecNegW + (2 * kChunk * m) * kDim * 2 + 128 * half, kDim * 2);
-      }
+    for (int half = 0; half < 2; ++half) {
+      if (!kMcBothRanks && static_cast<int>(rank) != half) continue;
+      mc_tile(dst + half * kTile, MapOf(maps, 0), 64 * half, 2 * kChunk * m, c, bar,
+              rec + kda_layout::kRecNegW + (2 * kChunk * m) * kDim * 2 + 128 * half, kDim * 2);
     }
   };
-  // Group 2 of chunk c: the 384 rows of Kdec^T (hi, lo) and M (hi, lo) as three tiles, Gam_C.
-  auto mc_group2 = [&](int64_t c) {
-    MbarArriveExpectTx(&mb.full2, kMcBytes2);
+  // Kdec^T | M of chunk c into buffer b: the 384 rows of Kdec^T (hi, lo) and M (hi, lo) as three
+  // tiles, and Gam_C.
+  auto mc_kd = [&](int64_t c, int b) {
+    MbarArriveExpectTx(&mb.full_kd[b], kMcBytesKd);
     const char* rec = record(c);
 #pragma unroll
     for (int t = 0; t < 3; ++t) {
       if (!kMcBothRanks && static_cast<int>(rank) != (t == 1 ? 1 : 0)) continue;
-      mc_tile(&sm.kd[0][0][0] + t * kTile, MapOf(maps, 1), 0, 128 * t, c, &mb.full2,
+      mc_tile(kd_buf(b) + t * kTile, MapOf(maps, 1), 0, 128 * t, c, &mb.full_kd[b],
               rec + kda_layout::kRecKdecT + 128 * t * kChunk * 2, kChunk * 2);
     }
     if (kMcBothRanks || rank == 1) {
-      BulkMulticast(&sm.gc[0], rec + kda_layout::kRecGamC, kDim * 4, &mb.full2, kMcMask);
+      BulkMulticast(gc_buf(b), rec + kda_layout::kRecGamC, kDim * 4, &mb.full_kd[b], kMcMask);
     }
   };
   if constexpr (kMc) {
     if (tid == 0) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        MbarInit(&mb.full1[i], 1);   // the local expect_tx
-        MbarInit(&mb.empty1[i], 1);  // the peer's arrival
+        MbarInit(&mb.full_w[i], 1);  // the local expect_tx
+        MbarInit(&mb.full_kd[i], 1);
       }
-      MbarInit(&mb.full2, 1);
-      MbarInit(&mb.empty2, 1);
+      MbarInit(&mb.full_q, 1);
+      MbarInit(&mb.empty, 1);  // the peer's arrival
       MbarInitFence();
     }
     ClusterSync();  // both CTAs' barriers initialised before any copy or arrival reaches them
@@ -1031,6 +1067,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
   // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.
   // Multicast mode commits Uv alone: 1(0), 1(1), then per chunk c: 1(c + 2); one newer at the top.
+  // Its tiles: -W (0), -W (1), Q Gam (0), Kdec^T | M (0), then in chunk c (after the second
+  // barrier): Q Gam (c + 1), Kdec^T | M (c + 1), -W (c + 2).
   constexpr int kWaitTop = kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
   if (kMc && chunks > 0) {
     load_uv(record(0), 0);
@@ -1038,9 +1076,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (chunks > 1) load_uv(record(1), 1);
     CpAsyncCommit();
     if (lead) {
-      mc_group1(0, 0);
-      if (chunks > 1) mc_group1(1, 1);
-      mc_group2(0);
+      mc_wq(0, 0, w_buf(0), &mb.full_w[0]);
+      if (chunks > 1) mc_wq(0, 1, w_buf(1), &mb.full_w[1]);
+      mc_wq(1, 0, qg_buf(), &mb.full_q);
+      mc_kd(0, 0);
     }
   } else if (chunks > 0) {
     load_group1(record(0), 0);
@@ -1062,8 +1101,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       write_state(a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim);
     }
     CpAsyncWait<kWaitTop>();  // group 1 (multicast: Uv) of chunk c
-    if (kMc) MbarWait(&mb.full1[b], static_cast<uint32_t>(c >> 1) & 1);
     __syncthreads();
+    if constexpr (kMc) {  // the chain reads -W, the o warps Q Gam
+      if (chain) {
+        MbarWait(&mb.full_w[b], static_cast<uint32_t>(c >> 1) & 1);
+      } else {
+        MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
+      }
+    }
 
     // U = Uv - W S0^T and the inter-chunk part of o, (Q Gam) S0^T: token tile mt, rows vt. With o
     // warps, the chain's warps take U and the o warps (Q Gam) S0^T, each accumulator getting the
@@ -1119,7 +1164,13 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           }
         }
       };
-      if (chain) {
+      if constexpr (kMc) {
+        if (chain) {
+          product(w_buf(b), nullptr, u0, u1, u2);
+        } else {
+          product(qg_buf(), nullptr, o0, o1, o2);
+        }
+      } else if (chain) {
         product(&sm.w[b][0][0][0], &sm.w[b][1][0][0], u0, u1, u2);
       } else {
         product(&sm.qg[b][0][0][0], &sm.qg[b][1][0][0], o0, o1, o2);
@@ -1164,15 +1215,23 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
     }
     if constexpr (kMc) {
-      MbarWait(&mb.full2, static_cast<uint32_t>(c) & 1);
+      MbarWait(&mb.full_kd[b], static_cast<uint32_t>(c >> 1) & 1);
     } else {
       CpAsyncWait<0>();  // group 2 of chunk c
     }
     __syncthreads();
     if constexpr (kMc) {
       if (c + 2 < chunks) load_uv(record(c + 2), b);
-      // -W and Q Gam of buffer b are read: the peer may refill ours (after its o stores).
-      if (lead && c + 2 < chunks) MbarArrivePeer(&mb.empty1[b], peer);
+      // This CTA is done with -W (c), Q Gam (c) and Kdec^T | M (c - 1): the peer may refill them.
+      // Once the peer is too, their successors: in flight during the rest of this chunk (and
+      // -W's during the next).
+      if (lead && c + 1 < chunks) {
+        MbarArrivePeer(&mb.empty, peer);
+        MbarWait(&mb.empty, static_cast<uint32_t>(c) & 1);
+        mc_wq(1, c + 1, qg_buf(), &mb.full_q);
+        mc_kd(c + 1, (b + 1) & 1);
+        if (c + 2 < chunks) mc_wq(0, c + 2, w_buf(b), &mb.full_w[b]);
+      }
     } else if (c + Tr::kStages < chunks) {
       load_group1(record(c + Tr::kStages), b);
     }
@@ -1184,7 +1243,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       if (ow && ks <= mt) {
         uint32_t mh[4], ml[4];
         if constexpr (kMc) {  // M's rows follow Kdec^T's 2 kDim in the tiles
-          const uint16_t* t = &sm.kd[0][0][0];
+          const uint16_t* t = kd_buf(b);
           const int r0 = 2 * kDim + mt * 16;
           LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
           LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
@@ -1228,20 +1287,13 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
     }
 
-    // Multicast mode: buffer b's refill, chunk c + 2, once the peer has read its own buffer b
-    // (off the chain's path: the issuing warp has only its o work of this chunk before it).
-    if (lead && c + 2 < chunks) {
-      MbarWait(&mb.empty1[b], static_cast<uint32_t>(c >> 1) & 1);
-      mc_group1(c + 2, b);
-    }
-
     // S1 = S0 Gam_C + U^T Kdec: state tiles vt, K quarter mt; each Kdec fragment serves the
     // warp's kVP tiles.
     if (chain) {
       float p1[kVP][4][4], p2[kVP][4][4];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        const float2 d = *reinterpret_cast<const float2*>(&sm.gc[32 * mt + 8 * nt + 2 * tq]);
+        const float2 d = *reinterpret_cast<const float2*>(gc_buf(b) + 32 * mt + 8 * nt + 2 * tq);
 #pragma unroll
         for (int j = 0; j < kVP; ++j) {
           st[j][nt][0] *= d.x;
@@ -1266,9 +1318,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         for (int nt = 0; nt < 4; ++nt) {
           uint32_t bh[2], bl[2];
           if constexpr (kMc) {
-            LdmB2P(
-                [&](int plane, int r, int q) { return swz(&sm.kd[0][0][0], kDim * plane + r, q); },
-                32 * mt + 8 * nt, 2 * ks, bh, bl);
+            LdmB2P([&](int plane, int r, int q) { return swz(kd_buf(b), kDim * plane + r, q); },
+                   32 * mt + 8 * nt, 2 * ks, bh, bl);
           } else {
             LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,
                                 bl);
@@ -1291,13 +1342,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
     if (chain) store_state();
-    if constexpr (kMc) {
-      if (lead && c + 1 < chunks) {
-        MbarArrivePeer(&mb.empty2, peer);
-        MbarWait(&mb.empty2, static_cast<uint32_t>(c) & 1);
-        mc_group2(c + 1);
-      }
-    } else {
+    if constexpr (!kMc) {
       if (c + 1 < chunks) load_group2(record(c + 1));
       CpAsyncCommit();
     }
