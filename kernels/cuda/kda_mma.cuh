@@ -404,12 +404,15 @@ inline void TmaTileMulticast(uint16_t* smem, const CUtensorMap*, int, int, int, 
   }
 }
 #else
-// One arrival on the mbarrier at bar's offset in the cluster's CTA `rank` (release: this thread's
-// earlier shared reads, and those ordered before it by a CTA barrier, are done).
+// One arrival on the mbarrier at bar's offset in the cluster's CTA `rank`: this thread's earlier
+// shared reads, and those ordered before it by a CTA barrier, are done. The default .release.cta
+// semantics, as CUTLASS's ClusterBarrier::arrive for a consumer's release of a multicast buffer
+// (a read-before-write hand-over: the peer's copies only overwrite what was read); the
+// .release.cluster form compiled to a fence (MEMBAR) before the arrival.
 __device__ __forceinline__ void MbarArrivePeer(uint64_t* bar, uint32_t rank) {
   asm volatile(
       "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemAddr(bar)),
+      " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemAddr(bar)),
       "r"(rank)
       : "memory");
 }
