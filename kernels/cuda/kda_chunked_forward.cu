@@ -190,7 +190,8 @@ struct StateSmem {
 // had finished the chunk, so the copy's latency and the wait for the peer fell between the
 // chunk's last barrier and the next one's second. The room comes from Q Gam, single-buffered: only
 // the o warps read it, in the chunk's first stretch, so it is issued one chunk ahead (-W stays two
-// ahead).
+// ahead). H200, 2026-11-30 (kda18): the forward at (1, 32768, 16) 2.674 -> 2.406 ms; with the
+// peer arrive's .release.cta (MbarArrivePeer) 2.143 ms, the pass 2.73 M -> 1.79 M cycles.
 struct McSmem {
   static constexpr int kTile = 128 * 64;  // elements of a TMA tile
   using Tr = StateTraits<16>;
