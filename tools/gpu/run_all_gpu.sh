@@ -23,7 +23,8 @@ LOG=/tmp/cakegrad-gpu-logs  # outside $OUT: only the summary and one archive com
 source tools/gpu/runner_lib.sh
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  # The commit is the binaries' (SOURCE, written by package_for_gpu.sh). The device copy's own
+  # .git can be older than the tree copied with it (it named be5d89d beside binaries of 184c470).
   echo "binaries: $(cat .carry/gpu/SOURCE 2>/dev/null || echo 'unknown source')"
   echo "command: bash tools/gpu/run_all_gpu.sh (SKIP='${SKIP:-}' FAMILIES='${FAMILIES:-}' PYTHON_FIRST=${PYTHON_FIRST:-0})"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
