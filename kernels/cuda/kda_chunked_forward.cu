@@ -933,7 +933,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
   const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
-  constexpr int kTile = 128 * 64;  // elements of a TMA tile
+  constexpr int kTile = McSmem::kTile;
   constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = 3 * kTile * 2 + kDim * 4;
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
                     kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
