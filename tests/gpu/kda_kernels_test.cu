@@ -742,6 +742,17 @@ int SmCount() {
   return sms;
 }
 
+// Fails unless `lens` x H takes the `rows`-row state pass on this device. The rule is
+// LaunchChunkedForward's: 16 rows (8 slices a chain) while they fit one wave of SMs, 32 rows
+// (4 slices) while they fit two, else 64; a problem meant for one pass must not drift to another.
+void RequireStatePassRows(const std::vector<int64_t>& lens, int64_t H, int rows) {
+  const int sms = SmCount();
+  ASSERT_GT(sms, 0) << "the device's SM count";
+  const int64_t chains = static_cast<int64_t>(lens.size()) * H;
+  const int taken = chains * 8 <= sms ? 16 : chains * 4 <= 2 * sms ? 32 : 64;
+  ASSERT_EQ(taken, rows) << chains << " chains on " << sms << " SMs";
+}
+
 // A state pass width under compute-sanitizer, with its forward and its checkpoint instance (the
 // chunked backward's recompute): every output written and finite, and within SPEC of the FP64
 // reference.
@@ -759,11 +770,9 @@ void SanitizeStatePass(const std::vector<int64_t>& lens, int64_t H, const char* 
 // the H200 (4 slices x 68 > 2 x 132 SMs), so the same dispatch takes 64 rows.
 TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
-  const int sms = SmCount();
-  ASSERT_GT(sms, 0) << "the device's SM count";
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 2, 1, 0, 17, 1, 5, 1, 1, 70, 2, 130};
   const int64_t H = 4;
-  ASSERT_GT(static_cast<int64_t>(lens.size()) * H * 4, 2 * sms) << "not the 64-row pass";
+  ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 64));
   SanitizeStatePass(lens, H, "kda 64-row chunked bwd");
 }
 
@@ -772,13 +781,9 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
 // ones (4 x 28 <= 2 x 132).
 TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
-  const int sms = SmCount();
-  ASSERT_GT(sms, 0) << "the device's SM count";
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 130};
   const int64_t H = 4;
-  const int64_t chains = static_cast<int64_t>(lens.size()) * H;
-  ASSERT_GT(chains * 8, sms) << "the 16-row pass, not the 32-row one";
-  ASSERT_LE(chains * 4, 2 * sms) << "the 64-row pass, not the 32-row one";
+  ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 32));
   SanitizeStatePass(lens, H, "kda 32-row chunked bwd");
 }
 
@@ -787,11 +792,9 @@ TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
 // 8 x 14 slices in one wave of the H200's SMs.
 TEST(KdaKernels, BitwiseDeterministicSixteenRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
-  const int sms = SmCount();
-  ASSERT_GT(sms, 0) << "the device's SM count";
   const std::vector<int64_t> lens = {0, 1, 40, 300, 9, 1000, 33};
   const int64_t H = 2;
-  ASSERT_LE(static_cast<int64_t>(lens.size()) * H * 8, sms) << "not the 16-row pass";
+  ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 16));
   ExpectBitwiseDeterministic(lens, H);
 }
 
