@@ -22,8 +22,8 @@
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 2, 4 or 8 CTAs share a (document, head); with 8 (16-row slices) or 2 (64-row slices)
-//    o has warps of its own beside the chain's. The 16-row forward runs as clusters of two slices
-//    that share the record's common operands by TMA multicast (McBarriers).
+//    o has warps of its own beside the chain's. The 16- and 64-row forwards run as clusters of two
+//    slices that share the record's common operands by TMA multicast (McBarriers).
 // In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
 // stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
@@ -192,7 +192,10 @@ struct StateSmem {
 // the o warps read it, in the chunk's first stretch, so it is issued one chunk ahead (-W stays two
 // ahead). H200, 2026-11-30 (kda18): the forward at (1, 32768, 16) 2.674 -> 2.406 ms; with the
 // peer arrive's .release.cta (MbarArrivePeer) 2.143 ms, the pass 2.73 M -> 1.79 M cycles.
-struct McSmem {
+template <int kRows>
+struct McSmem;
+template <>
+struct McSmem<16> {
   static constexpr int kTile = 128 * 64;  // elements of a TMA tile
   using Tr = StateTraits<16>;
   uint16_t w[2][2 * kTile];   // -W in buffer c % 2: column halves 0 .. 63, 64 .. 127; rows hi, lo
@@ -203,18 +206,43 @@ struct McSmem {
   uint16_t s[2][16][Tr::kKStride];
   uint16_t u[2][16][Tr::kTStride];
 };
-static_assert(offsetof(McSmem, qg) % 1024 == 0 && offsetof(McSmem, kd) % 1024 == 0 &&
-                  sizeof(McSmem::w[0]) % 1024 == 0 && sizeof(McSmem::kd[0]) % 1024 == 0,
+static_assert(offsetof(McSmem<16>, qg) % 1024 == 0 && offsetof(McSmem<16>, kd) % 1024 == 0 &&
+                  sizeof(McSmem<16>::w[0]) % 1024 == 0 && sizeof(McSmem<16>::kd[0]) % 1024 == 0,
+              "every TMA tile 1024-byte aligned");
+// The 64-row forward pass (the packed shape's: 2 slices a (document, head), so a cluster is one
+// whole chain) the same way. Its S0, U^T and Uv slices take 70 KB, so the 16-row layout (261 KB
+// here) does not fit the 227 KB: -W and Q Gam are single-buffered, both issued one chunk ahead
+// in the middle of the chunk, and so is Kdec^T (double-buffered, as at 16 rows: the chain's S1
+// reads it). M, read by the o warps only, has one buffer of its own, refilled at the top of the
+// next chunk once both CTAs passed the chunk's last barrier (empty_m): the first stretch hides its
+// copy. 214 KB with the barriers and the alignment.
+template <>
+struct McSmem<64> {
+  static constexpr int kTile = 128 * 64;
+  using Tr = StateTraits<64>;
+  uint16_t w[1][2 * kTile];   // -W: column halves 0 .. 63, 64 .. 127; rows hi, lo
+  uint16_t qg[2 * kTile];     // Q Gam, likewise
+  uint16_t kd[2][2 * kTile];  // buffer c % 2: Kdec^T hi, Kdec^T lo (128 rows each)
+  uint16_t m[kTile];          // M hi | lo
+  float gc[2][kDim];          // Gam_C, buffer c % 2
+  float uv[Tr::kStages][kChunk][Tr::kUvStride];
+  uint16_t s[2][64][Tr::kKStride];
+  uint16_t u[2][64][Tr::kTStride];
+};
+static_assert(offsetof(McSmem<64>, qg) % 1024 == 0 && offsetof(McSmem<64>, kd) % 1024 == 0 &&
+                  offsetof(McSmem<64>, m) % 1024 == 0 && sizeof(McSmem<64>::kd[0]) % 1024 == 0,
               "every TMA tile 1024-byte aligned");
 struct McBarriers {
   uint64_t full_w[2];   // -W of buffer b landed: both CTAs' halves
   uint64_t full_q;      // Q Gam landed
-  uint64_t full_kd[2];  // Kdec^T, M, Gam_C of buffer b landed
+  uint64_t full_kd[2];  // Kdec^T, M (64 rows: Kdec^T only), Gam_C of buffer b landed
   uint64_t empty;       // the peer passed chunk c's second barrier: its reads of -W (c), Q Gam (c)
                         // and Kdec^T | M, Gam_C (c - 1) are done
+  uint64_t full_m;      // 64 rows: M landed
+  uint64_t empty_m;     // 64 rows, rank 0's: rank 1 passed chunk c's last barrier (read M (c))
 };
 template <int kRows, bool kMc>
-using StateSmemOf = std::conditional_t<kMc, McSmem, StateSmem<kRows>>;
+using StateSmemOf = std::conditional_t<kMc, McSmem<kRows>, StateSmem<kRows>>;
 // 1024 bytes for the tiles' alignment (the swizzle pattern follows address bits 7-9).
 template <int kRows, bool kMc>
 constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmemOf<kRows, kMc>) +
@@ -827,7 +855,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
-// kMc: the 16-row forward pass launched as 2-CTA clusters (McBarriers, McMaps): the record
+// kMc: the 16- or 64-row forward pass launched as 2-CTA clusters (McBarriers, McMaps): the record
 // operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread of
 // each CTA.
 template <int kRows, bool kCheckpoint, bool kMc = false>
@@ -835,8 +863,11 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
                         const __grid_constant__ McParam<kMc> maps = {}) {
   using Tr = StateTraits<kRows>;
-  static_assert(!kMc || (kRows == 16 && !kCheckpoint && Tr::kStages == 2 && Tr::kOWarps),
-                "multicast: the 16-row forward instance (double-buffered group 1, o warps)");
+  static_assert(!kMc || (kRows == 16 && !kCheckpoint && Tr::kStages == 2 && Tr::kOWarps) ||
+                    (kRows == 64 && !kCheckpoint && Tr::kStages == 1 && Tr::kOWarps),
+                "multicast: the 16-row (double-buffered group 1) or 64-row forward, o warps");
+  // The 64-row layout (McSmem<64>): -W single, M apart from Kdec^T with its own barriers.
+  constexpr bool kMc64 = kMc && kRows == 64;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* const smem = kMc ? AlignSmem1024(smem_raw) : smem_raw;
   using Sm = StateSmemOf<kRows, kMc>;
@@ -934,7 +965,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
   constexpr int kTile = McSmem::kTile;
-  constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = 3 * kTile * 2 + kDim * 4;
+  constexpr int kKdTiles = kMc64 ? 2 : 3;  // Kdec^T hi, lo (, M hi | lo)
+  constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = kKdTiles * kTile * 2 + kDim * 4;
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
                     kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
                 "-W | Q Gam and Kdec^T | M adjacent in the record");
@@ -949,6 +981,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   };
   auto qg_buf = [&]() -> uint16_t* {
     if constexpr (kMc) return sm.qg;
+    return nullptr;
+  };
+  auto m_buf = [&]() -> uint16_t* {
+    if constexpr (kMc64) return sm.m;
     return nullptr;
   };
   auto gc_buf = [&](int b) -> float* {
@@ -979,18 +1015,28 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
   };
   // Kdec^T | M of chunk c into buffer b: the 384 rows of Kdec^T (hi, lo) and M (hi, lo) as three
-  // tiles, and Gam_C.
+  // tiles (64 rows: Kdec^T's two), and Gam_C.
   auto mc_kd = [&](int64_t c, int b) {
     MbarArriveExpectTx(&mb.full_kd[b], kMcBytesKd);
     const char* rec = record(c);
 #pragma unroll
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < kKdTiles; ++t) {
       if (!kMcBothRanks && static_cast<int>(rank) != (t == 1 ? 1 : 0)) continue;
       mc_tile(kd_buf(b) + t * kTile, MapOf(maps, 1), 0, 128 * t, c, &mb.full_kd[b],
               rec + kda_layout::kRecKdecT + 128 * t * kChunk * 2, kChunk * 2);
     }
     if (kMcBothRanks || rank == 1) {
       BulkMulticast(gc_buf(b), rec + kda_layout::kRecGamC, kDim * 4, &mb.full_kd[b], kMcMask);
+    }
+  };
+  // 64 rows: M (hi | lo) of chunk c, the third tile of the Kdec^T | M map, issued by rank 0.
+  auto mc_m = [&](int64_t c) {
+    if constexpr (kMc64) {
+      MbarArriveExpectTx(&mb.full_m, kTile * 2);
+      if (kMcBothRanks || rank == 0) {
+        mc_tile(m_buf(), MapOf(maps, 1), 0, 2 * kDim, c, &mb.full_m, record(c) + kda_layout::kRecM,
+                kChunk * 2);
+      }
     }
   };
   if constexpr (kMc) {
@@ -1002,6 +1048,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
       MbarInit(&mb.full_q, 1);
       MbarInit(&mb.empty, 1);  // the peer's arrival
+      if constexpr (kMc64) {
+        MbarInit(&mb.full_m, 1);
+        MbarInit(&mb.empty_m, 1);  // rank 1's arrival
+      }
       MbarInitFence();
     }
     ClusterSync();  // both CTAs' barriers initialised before any copy or arrival reaches them
@@ -1070,17 +1120,23 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // Multicast mode commits Uv alone: 1(0), 1(1), then per chunk c: 1(c + 2); one newer at the top.
   // Its tiles: -W (0), -W (1), Q Gam (0), Kdec^T | M (0), then in chunk c (after the second
   // barrier): Q Gam (c + 1), Kdec^T | M (c + 1), -W (c + 2).
-  constexpr int kWaitTop = kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
+  // At 64 rows: Uv 1(0), then per chunk c: 1(c + 1), none newer at the top. Tiles -W (0), Q Gam
+  // (0), Kdec^T (0), M (0), then in chunk c: M (c) at the top (c > 0), Q Gam (c + 1), Kdec^T
+  // (c + 1) and -W (c + 1) after the second barrier.
+  constexpr int kWaitTop = kMc64 ? 0 : kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
   if (kMc && chunks > 0) {
     load_uv(record(0), 0);
     CpAsyncCommit();
-    if (chunks > 1) load_uv(record(1), 1);
-    CpAsyncCommit();
+    if constexpr (Tr::kStages == 2) {
+      if (chunks > 1) load_uv(record(1), 1);
+      CpAsyncCommit();
+    }
     if (lead) {
       mc_wq(0, 0, w_buf(0), &mb.full_w[0]);
-      if (chunks > 1) mc_wq(0, 1, w_buf(1), &mb.full_w[1]);
+      if (Tr::kStages == 2 && chunks > 1) mc_wq(0, 1, w_buf(1), &mb.full_w[1]);
       mc_wq(1, 0, qg_buf(), &mb.full_q);
       mc_kd(0, 0);
+      mc_m(0);
     }
   } else if (chunks > 0) {
     load_group1(record(0), 0);
@@ -1096,6 +1152,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 
   for (int64_t c = 0; c < chunks; ++c) {
     const int b = static_cast<int>(c % Tr::kStages);
+    // The Kdec^T | Gam_C buffer: c % 2 at both widths (b at 16 rows).
+    const int kb = Tr::kStages == 2 ? b : static_cast<int>(c & 1);
     // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
     // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
     if (kCheckpoint && chain) {
@@ -1103,7 +1161,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
     CpAsyncWait<kWaitTop>();  // group 1 (multicast: Uv) of chunk c
     __syncthreads();
-    if constexpr (kMc) {  // the chain reads -W, the o warps Q Gam
+    if constexpr (kMc64) {
+      // M (c) into its buffer once rank 1 has read M (c - 1) (its last barrier of chunk c - 1);
+      // this CTA's reads of it are done (the barrier above).
+      if (lead && c > 0) {
+        if (rank == 0) MbarWait(&mb.empty_m, static_cast<uint32_t>(c - 1) & 1);
+        mc_m(c);
+      }
+      if (chain) {
+        MbarWait(&mb.full_w[0], static_cast<uint32_t>(c) & 1);
+      } else {
+        MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
+      }
+    } else if constexpr (kMc) {  // the chain reads -W, the o warps Q Gam
       if (chain) {
         MbarWait(&mb.full_w[b], static_cast<uint32_t>(c >> 1) & 1);
       } else {
@@ -1216,23 +1286,28 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       }
     }
     if constexpr (kMc) {
-      MbarWait(&mb.full_kd[b], static_cast<uint32_t>(c >> 1) & 1);
+      MbarWait(&mb.full_kd[kb], static_cast<uint32_t>(c >> 1) & 1);
     } else {
       CpAsyncWait<0>();  // group 2 of chunk c
     }
     __syncthreads();
     if constexpr (kMc) {
-      if (c + 2 < chunks) load_uv(record(c + 2), b);
+      if (c + Tr::kStages < chunks) load_uv(record(c + Tr::kStages), b);
       // This CTA is done with -W (c), Q Gam (c) and Kdec^T | M (c - 1): the peer may refill them.
       // Once the peer is too, their successors: in flight during the rest of this chunk (and
-      // -W's during the next).
+      // -W's during the next; at 64 rows -W (c + 1) during the rest of this one).
       if (lead && c + 1 < chunks) {
         MbarArrivePeer(&mb.empty, peer);
         MbarWait(&mb.empty, static_cast<uint32_t>(c) & 1);
         mc_wq(1, c + 1, qg_buf(), &mb.full_q);
-        mc_kd(c + 1, (b + 1) & 1);
-        if (c + 2 < chunks) mc_wq(0, c + 2, w_buf(b), &mb.full_w[b]);
+        mc_kd(c + 1, (kb + 1) & 1);
+        if constexpr (kMc64) {
+          mc_wq(0, c + 1, w_buf(0), &mb.full_w[0]);
+        } else if (c + 2 < chunks) {
+          mc_wq(0, c + 2, w_buf(b), &mb.full_w[b]);
+        }
       }
+      if (kMc64 && ow) MbarWait(&mb.full_m, static_cast<uint32_t>(c) & 1);  // for M U
     } else if (c + Tr::kStages < chunks) {
       load_group1(record(c + Tr::kStages), b);
     }
@@ -1243,7 +1318,12 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     for (int ks = 0; ks < 4; ++ks) {
       if (ow && ks <= mt) {
         uint32_t mh[4], ml[4];
-        if constexpr (kMc) {  // M's rows follow Kdec^T's 2 kDim in the tiles
+        if constexpr (kMc64) {  // M hi | lo: one tile
+          const uint16_t* t = m_buf();
+          const int r0 = mt * 16;
+          LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
+          LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
+        } else if constexpr (kMc) {  // M's rows follow Kdec^T's 2 kDim in the tiles
           const uint16_t* t = kd_buf(b);
           const int r0 = 2 * kDim + mt * 16;
           LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
@@ -1294,7 +1374,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       float p1[kVP][4][4], p2[kVP][4][4];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        const float2 d = *reinterpret_cast<const float2*>(gc_buf(b) + 32 * mt + 8 * nt + 2 * tq);
+        const float2 d = *reinterpret_cast<const float2*>(gc_buf(kb) + 32 * mt + 8 * nt + 2 * tq);
 #pragma unroll
         for (int j = 0; j < kVP; ++j) {
           st[j][nt][0] *= d.x;
@@ -1319,7 +1399,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         for (int nt = 0; nt < 4; ++nt) {
           uint32_t bh[2], bl[2];
           if constexpr (kMc) {
-            LdmB2P([&](int plane, int r, int q) { return swz(kd_buf(b), kDim * plane + r, q); },
+            LdmB2P([&](int plane, int r, int q) { return swz(kd_buf(kb), kDim * plane + r, q); },
                    32 * mt + 8 * nt, 2 * ks, bh, bl);
           } else {
             LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,
@@ -1343,6 +1423,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
     if (chain) store_state();
+    if constexpr (kMc64) {  // rank 1 has read M (c): rank 0 may refill it (top of chunk c + 1)
+      if (lead && rank == 1 && c + 1 < chunks) MbarArrivePeer(&mb.empty_m, peer);
+    }
     if constexpr (!kMc) {
       if (c + 1 < chunks) load_group2(record(c + 1));
       CpAsyncCommit();
@@ -1382,13 +1465,15 @@ Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t
                         CU_TENSOR_MAP_SWIZZLE_128B, "kda: the chunk records' tensor map");
 }
 
-// The 16-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot hold
-// one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or the workspace is
-// not 16-byte aligned.
+// The 16- or 64-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot
+// hold one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or the workspace
+// is not 16-byte aligned.
+template <int kRows>
 Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
-  using Tr = StateTraits<16>;
-  const auto kernel = KdaChunkStateKernel<16, false, true>;
-  constexpr int kSmem = kStateSmemBytes<16, true>;
+  using Tr = StateTraits<kRows>;
+  const auto kernel = KdaChunkStateKernel<kRows, false, true>;
+  constexpr int kSmem = kStateSmemBytes<kRows, true>;
+  static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
   static std::atomic<uint64_t> done{0}, asked{0}, fits{0};
   Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
   if (!st.ok()) return st;
@@ -1425,7 +1510,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   }
   // The maps need 16-byte aligned rows; every record offset is (kRecBytes is).
   if (!fit || reinterpret_cast<uintptr_t>(ws) % 16 != 0) {
-    return LaunchStateAs<16, false>(a, ws, stream);
+    return LaunchStateAs<kRows, false>(a, ws, stream);
   }
   McMaps maps;
   const int64_t records = slots * a.s.H;
@@ -1445,7 +1530,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
 template <int kRows>
 Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
   if (a.checkpoints != nullptr) return LaunchStateAs<kRows, true>(a, ws, stream);
-  if constexpr (kRows == 16) return LaunchStateMc(a, ws, slots, stream);
+  if constexpr (kRows == 16 || kRows == 64) return LaunchStateMc<kRows>(a, ws, slots, stream);
   return LaunchStateAs<kRows, false>(a, ws, stream);
 }
 
