@@ -798,6 +798,21 @@ TEST(KdaKernels, BitwiseDeterministicSixteenRowStatePass) {
   ExpectBitwiseDeterministic(lens, H);
 }
 
+// The same through the 64-row pass, whose forward runs as 2-CTA clusters too (one chain a
+// cluster; its M buffer and barriers differ from the 16-row one's): 17 documents x 4 heads = 68
+// chains, past the 32-row pass's two waves (4 x 68 > 2 x 132 SMs), chains of 0 to 32 chunks so
+// that every buffer and barrier phase turns over many times.
+TEST(KdaKernels, BitwiseDeterministicSixtyFourRowStatePass) {
+  CAKEGRAD_REQUIRE_GPU();
+  const int sms = SmCount();
+  ASSERT_GT(sms, 0) << "the device's SM count";
+  const std::vector<int64_t> lens = {0,   1,   40, 300, 9,   1000, 33, 64,  65,
+                                     129, 700, 2,  17,  256, 500,  3,  2048};
+  const int64_t H = 4;
+  ASSERT_GT(static_cast<int64_t>(lens.size()) * H * 4, 2 * sms) << "not the 64-row pass";
+  ExpectBitwiseDeterministic(lens, H);
+}
+
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
 TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
