@@ -238,15 +238,19 @@ struct McBarriers {
   uint64_t full_kd[2];  // Kdec^T, M (64 rows: Kdec^T only), Gam_C of buffer b landed
   uint64_t empty;       // the peer passed chunk c's second barrier: its reads of -W (c), Q Gam (c)
                         // and Kdec^T | M, Gam_C (c - 1) are done
-  uint64_t full_m;      // 64 rows: M landed
-  uint64_t empty_m;     // 64 rows, rank 0's: rank 1 passed chunk c's last barrier (read M (c))
+};
+struct McBarriers64 : McBarriers {
+  uint64_t full_m;   // M landed
+  uint64_t empty_m;  // rank 0's: rank 1 passed chunk c's last barrier (its reads of M (c) done)
 };
 template <int kRows, bool kMc>
 using StateSmemOf = std::conditional_t<kMc, McSmem<kRows>, StateSmem<kRows>>;
+template <int kRows>
+using McBarriersOf = std::conditional_t<kRows == 64, McBarriers64, McBarriers>;
 // 1024 bytes for the tiles' alignment (the swizzle pattern follows address bits 7-9).
 template <int kRows, bool kMc>
 constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmemOf<kRows, kMc>) +
-                                                 (kMc ? sizeof(McBarriers) + 1024 : 0));
+                                                 (kMc ? sizeof(McBarriersOf<kRows>) + 1024 : 0));
 // Tiled maps over the workspace's records, dims (column, row, record): -W | Q Gam (128 columns, 4
 // x 64 rows), Kdec^T | M (64 columns, 2 x 128 + 2 x 64 rows); boxes 64 x 128 x 1.
 struct McMaps {
@@ -960,7 +964,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // this CTA's tiles (per chunk: one column half of -W and of Q Gam each; rank 0 Kdec^T hi and M,
   // rank 1 Kdec^T lo and Gam_C) and handles the barriers. Row-wise bulk copies (641 a chunk) cost
   // ~8 instructions each in a warp's ELECT loop (their operands are uniform); tiles are 7 a chunk.
-  McBarriers& mb = *reinterpret_cast<McBarriers*>(smem + sizeof(Sm));
+  McBarriersOf<kRows>& mb = *reinterpret_cast<McBarriersOf<kRows>*>(smem + sizeof(Sm));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
   const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
@@ -1307,7 +1311,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           mc_wq(0, c + 2, w_buf(b), &mb.full_w[b]);
         }
       }
-      if (kMc64 && ow) MbarWait(&mb.full_m, static_cast<uint32_t>(c) & 1);  // for M U
+      if constexpr (kMc64) {
+        if (ow) MbarWait(&mb.full_m, static_cast<uint32_t>(c) & 1);  // for M U
+      }
     } else if (c + Tr::kStages < chunks) {
       load_group1(record(c + Tr::kStages), b);
     }
