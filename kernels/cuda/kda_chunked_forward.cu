@@ -210,12 +210,13 @@ static_assert(offsetof(McSmem<16>, qg) % 1024 == 0 && offsetof(McSmem<16>, kd) %
                   sizeof(McSmem<16>::w[0]) % 1024 == 0 && sizeof(McSmem<16>::kd[0]) % 1024 == 0,
               "every TMA tile 1024-byte aligned");
 // The 64-row forward pass (the packed shape's: 2 slices a (document, head), so a cluster is one
-// whole chain) the same way. Its S0, U^T and Uv slices take 70 KB, so the 16-row layout (261 KB
-// here) does not fit the 227 KB: -W and Q Gam are single-buffered, both issued one chunk ahead
-// in the middle of the chunk, and so is Kdec^T (double-buffered, as at 16 rows: the chain's S1
-// reads it). M, read by the o warps only, has one buffer of its own, refilled at the top of the
-// next chunk once both CTAs passed the chunk's last barrier (empty_m): the first stretch hides its
-// copy. 214 KB with the barriers and the alignment.
+// whole chain) the same way. Its S0, U^T and Uv slices take 70 KB, so the 16-row layout (262 KB
+// here) does not fit the 227 KB a CTA may have, nor does it with -W and Q Gam single (231 KB).
+// So -W and Q Gam are single-buffered and issued one chunk ahead, in the middle of the chunk;
+// Kdec^T and Gam_C (the chain's S1 operands) stay double-buffered, issued at the same point; M,
+// read by the o warps only, gets one buffer of its own, refilled at the top of the next chunk
+// once both CTAs passed the chunk's last barrier (empty_m), so that the first stretch hides its
+// copy. 220,224 bytes with the barriers and the alignment (the plain 64-row pass: 196,096).
 template <>
 struct McSmem<64> {
   static constexpr int kTile = 128 * 64;
