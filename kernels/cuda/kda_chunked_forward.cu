@@ -219,7 +219,7 @@ static_assert(offsetof(McSmem<16>, qg) % 1024 == 0 && offsetof(McSmem<16>, kd) %
 // copy. 220,224 bytes with the barriers and the alignment (the plain 64-row pass: 196,096).
 template <>
 struct McSmem<64> {
-  static constexpr int kTile = 128 * 64;
+  static constexpr int kTile = McSmem<16>::kTile;
   using Tr = StateTraits<64>;
   uint16_t w[1][2 * kTile];   // -W: column halves 0 .. 63, 64 .. 127; rows hi, lo
   uint16_t qg[2 * kTile];     // Q Gam, likewise
@@ -969,7 +969,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
   const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
-  constexpr int kTile = McSmem::kTile;
+  constexpr int kTile = McSmem<16>::kTile;
   constexpr int kKdTiles = kMc64 ? 2 : 3;  // Kdec^T hi, lo (, M hi | lo)
   constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = kKdTiles * kTile * 2 + kDim * 4;
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&

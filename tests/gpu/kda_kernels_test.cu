@@ -804,12 +804,10 @@ TEST(KdaKernels, BitwiseDeterministicSixteenRowStatePass) {
 // that every buffer and barrier phase turns over many times.
 TEST(KdaKernels, BitwiseDeterministicSixtyFourRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
-  const int sms = SmCount();
-  ASSERT_GT(sms, 0) << "the device's SM count";
   const std::vector<int64_t> lens = {0,   1,   40, 300, 9,   1000, 33, 64,  65,
                                      129, 700, 2,  17,  256, 500,  3,  2048};
   const int64_t H = 4;
-  ASSERT_GT(static_cast<int64_t>(lens.size()) * H * 4, 2 * sms) << "not the 64-row pass";
+  ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 64));
   ExpectBitwiseDeterministic(lens, H);
 }
 
