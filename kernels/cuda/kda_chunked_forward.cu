@@ -234,20 +234,19 @@ static_assert(offsetof(McSmem<64>, qg) % 1024 == 0 && offsetof(McSmem<64>, kd) %
                   offsetof(McSmem<64>, m) % 1024 == 0 && sizeof(McSmem<64>::kd[0]) % 1024 == 0,
               "every TMA tile 1024-byte aligned");
 // The 32-row forward pass ((1, 8192, 32): 4 slices a (document, head), clusters of two). Its chain
-// warps run the o products too (no o warps: 8 warps at up to 255 registers), so a thread of theirs
-// issuing the copies and waiting for the peer would sit on the chain: a producer warp of its own
-// (warp 8; 288 threads allow 224 registers, the instance takes 161, no stack) does it and
-// otherwise only meets the CTA barriers. -W and Q Gam are both read in the chunk's first stretch,
-// so they are single-buffered and issued together one chunk ahead, in the middle of the chunk
-// (after the second barrier, once the peer is there too); Kdec^T | M (one tile set, as at 16 rows)
-// and Gam_C are double-buffered and issued at the same point. 201,776 bytes with the barriers and
-// the alignment (the plain 32-row pass: 161,280); -W double-buffered as well would take 234,544,
-// over the 232,448 a CTA may have.
+// warps run the o products too (no o warps), so the thread that issues the copies and waits for the
+// peer is a chain thread: lane 0 of warp 0 (token tile 0, the least M U work). A producer warp of
+// its own (288 threads, 161 registers) was slower on the H200 (2026-11-30, kda20: the forward at
+// (1, 8192, 32) 0.990 ms against 0.950, the pass 696 K against 619 K cycles). -W and Q Gam are
+// both read in the chunk's first stretch, so they are single-buffered and issued together one
+// chunk ahead, in the middle of the chunk (after the second barrier, once the peer is there too);
+// Kdec^T | M (one tile set, as at 16 rows) and Gam_C are double-buffered and issued at the same
+// point. 201,776 bytes with the barriers and the alignment (the plain 32-row pass: 161,280); -W
+// double-buffered as well would take 234,544, over the 232,448 a CTA may have.
 template <>
 struct McSmem<32> {
   static constexpr int kTile = McSmem<16>::kTile;
   using Tr = StateTraits<32>;
-  static constexpr int kThreads = Tr::kThreads + 32;  // the chain warps and the producer warp
   uint16_t w[1][2 * kTile];   // -W: column halves 0 .. 63, 64 .. 127; rows hi, lo
   uint16_t qg[2 * kTile];     // Q Gam, likewise
   uint16_t kd[2][3 * kTile];  // buffer c % 2: Kdec^T hi, Kdec^T lo (128 rows each), M hi | lo
@@ -272,10 +271,6 @@ struct McBarriers64 : McBarriers {
 };
 template <int kRows, bool kMc>
 using StateSmemOf = std::conditional_t<kMc, McSmem<kRows>, StateSmem<kRows>>;
-// Threads of an instance: the 32-row cluster pass adds its producer warp.
-template <int kRows, bool kMc>
-constexpr int kStateThreads =
-    kMc&& kRows == 32 ? McSmem<32>::kThreads : StateTraits<kRows>::kThreads;
 template <int kRows>
 using McBarriersOf = std::conditional_t<kRows == 64, McBarriers64, McBarriers>;
 // 1024 bytes for the tiles' alignment (the swizzle pattern follows address bits 7-9).
@@ -894,7 +889,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 // operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread of
 // each CTA.
 template <int kRows, bool kCheckpoint, bool kMc = false>
-__global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
+__global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
                         const __grid_constant__ McParam<kMc> maps = {}) {
   using Tr = StateTraits<kRows>;
@@ -904,8 +899,8 @@ __global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
                 "multicast: the 16-row (double-buffered group 1), 32- or 64-row forward");
   // The 64-row layout (McSmem<64>): -W single, M apart from Kdec^T with its own barriers.
   constexpr bool kMc64 = kMc && kRows == 64;
-  // The 32-row layout (McSmem<32>): -W and Q Gam single, Kdec^T | M as at 16 rows; the producer
-  // warp (warp kWarps) issues the copies and computes nothing.
+  // The 32-row layout (McSmem<32>): -W and Q Gam single, Kdec^T | M as at 16 rows; the copies
+  // issued by a chain thread.
   constexpr bool kMc32 = kMc && kRows == 32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* const smem = kMc ? AlignSmem1024(smem_raw) : smem_raw;
@@ -917,11 +912,8 @@ __global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
   const int64_t H = a.s.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  // The chain's warps (U, S1 and the state; all warps without o warps) and o's warps; the
-  // producer warp (32-row cluster pass) is neither.
-  const bool prod = kMc32 && warp == Tr::kWarps;
-  const bool chain = (!Tr::kOWarps || warp < Tr::kRoleWarps) && !prod;
-  const bool ow = (!Tr::kOWarps || !chain) && !prod;
+  // The chain's warps (U, S1 and the state; all warps without o warps) and o's warps.
+  const bool chain = !Tr::kOWarps || warp < Tr::kRoleWarps, ow = !Tr::kOWarps || !chain;
   // Token tile of U and o, and K quarter of the state step; the kVP 16-row state tiles of both,
   // vt0 .. vt0 + kVP - 1. With two o warps per scheduler (warp % 4), the second takes the token
   // tiles in reverse, so that each scheduler's o warps do 1 + 4 = 2 + 3 k-steps of the causal
@@ -998,14 +990,14 @@ __global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
     }
   };
 
-  // Multicast mode: one thread of the first o warp (token tile 0: the least M U work; at 32 rows
-  // the producer warp's first) issues
-  // this CTA's tiles (per chunk: one column half of -W and of Q Gam each; rank 0 Kdec^T hi and M,
-  // rank 1 Kdec^T lo and Gam_C) and handles the barriers. Row-wise bulk copies (641 a chunk) cost
-  // ~8 instructions each in a warp's ELECT loop (their operands are uniform); tiles are 7 a chunk.
+  // Multicast mode: one thread of the first o warp (token tile 0: the least M U work; at 32 rows,
+  // without o warps, of the first chain warp, likewise) issues this CTA's tiles (per chunk: one
+  // column half of -W and of Q Gam each; rank 0 Kdec^T hi and M, rank 1 Kdec^T lo and Gam_C) and
+  // handles the barriers. Row-wise bulk copies (641 a chunk) cost ~8 instructions each in a warp's
+  // ELECT loop (their operands are uniform); tiles are 7 a chunk.
   McBarriersOf<kRows>& mb = *reinterpret_cast<McBarriersOf<kRows>*>(smem + sizeof(Sm));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
-  const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
+  const bool lead = kMc && warp == (kMc32 ? 0 : Tr::kRoleWarps) && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
   constexpr int kTile = McSmem<16>::kTile;
   constexpr int kKdTiles = kMc64 ? 2 : 3;  // Kdec^T hi, lo (, M hi | lo)
@@ -1170,7 +1162,7 @@ __global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
   // the second barrier: -W (c + 1), Q Gam (c + 1), Kdec^T | M (c + 1).
   constexpr int kWaitTop = kMc64 || kMc32 ? 0 : kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
   if (kMc && chunks > 0) {
-    if (!prod) load_uv(record(0), 0);
+    load_uv(record(0), 0);
     CpAsyncCommit();
     if constexpr (Tr::kStages == 2) {
       if (chunks > 1) load_uv(record(1), 1);
@@ -1296,7 +1288,7 @@ __global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
       } else {
         product(&sm.qg[b][0][0][0], &sm.qg[b][1][0][0], o0, o1, o2);
       }
-    } else if (!prod) {
+    } else {
 #pragma unroll 2
       for (int ks = 0; ks < kDim / 16; ++ks) {
         uint32_t wh[4], wl[4], qh[4], ql[4];
@@ -1352,7 +1344,7 @@ __global__ void __launch_bounds__(kStateThreads<kRows, kMc>, 1)
     }
     __syncthreads();
     if constexpr (kMc) {
-      if (!prod && c + Tr::kStages < chunks) load_uv(record(c + Tr::kStages), b);
+      if (c + Tr::kStages < chunks) load_uv(record(c + Tr::kStages), b);
       // This CTA is done with -W (c), Q Gam (c) and Kdec^T | M (c - 1): the peer may refill them.
       // Once the peer is too, their successors: in flight during the rest of this chunk (and
       // -W's during the next; at 64 rows -W (c + 1) during the rest of this one).
@@ -1555,7 +1547,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   attr[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
-  cfg.blockDim = dim3(kStateThreads<kRows, true>);
+  cfg.blockDim = dim3(Tr::kThreads);
   cfg.dynamicSmemBytes = kSmem;
   cfg.stream = stream;
   cfg.attrs = attr;

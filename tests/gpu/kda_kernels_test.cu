@@ -778,8 +778,8 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
 
 // The 32-row state pass the same way (the 16- and 64-row problems above miss it). 7 documents x
 // 4 heads = 28 chains: past one wave of 16-row slices (8 x 28 > 132 SMs), within two of 32-row
-// ones (4 x 28 <= 2 x 132). Its forward is the 2-CTA cluster instance with the producer warp;
-// the chunked backward's recompute, the plain checkpoint instance.
+// ones (4 x 28 <= 2 x 132). Its forward is the 2-CTA cluster instance; the chunked backward's
+// recompute, the plain checkpoint instance.
 TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 130};
@@ -813,7 +813,7 @@ TEST(KdaKernels, BitwiseDeterministicSixtyFourRowStatePass) {
 }
 
 // The same through the 32-row pass ((1, 8192, 32)'s), whose forward runs as 2-CTA clusters with
-// a producer warp and single-buffered -W and Q Gam: 12 documents x 4 heads = 48 chains, past one
+// single-buffered -W and Q Gam: 12 documents x 4 heads = 48 chains, past one
 // wave of 16-row slices and within two of 32-row ones (8 x 48 > 132, 4 x 48 <= 2 x 132 SMs),
 // chains of 0 to 32 chunks (odd and even counts) so that every buffer and barrier phase turns
 // over many times.

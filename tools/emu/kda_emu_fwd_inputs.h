@@ -125,13 +125,10 @@ void EmuStatePass(int rows, const cakegrad::kernels::kda_cuda::FwdArgs& f, char*
     using Tr = kc::StateTraits<kRows>;
     // The forward passes as the device launches them: the 2-CTA cluster instance (kMc), its
     // copies all issued by the emulated CTA, where the staged revision has one (at 32 rows: where
-    // it defines McSmem<32>, whose producer warp makes 288 threads).
-    if constexpr (kRows == 32 && !kCheckpoint && requires { sizeof(kc::McSmem<kRows>); }) {
-      EmuLaunch({unsigned(Tr::kSlices), unsigned(f.s.H), unsigned(f.s.N)},
-                kc::McSmem<kRows>::kThreads,
-                [&] { kc::KdaChunkStateKernel<kRows, kCheckpoint, true>(f, ws); });
-    } else if constexpr ((kRows == 16 || kRows == 64) && !kCheckpoint &&
-                         requires { &kc::KdaChunkStateKernel<kRows, kCheckpoint, true>; }) {
+    // it defines McSmem<32>).
+    constexpr bool kMc32 = kRows == 32 && requires { sizeof(kc::McSmem<kRows>); };
+    if constexpr ((kRows == 16 || kRows == 64 || kMc32) && !kCheckpoint &&
+                  requires { &kc::KdaChunkStateKernel<kRows, kCheckpoint, true>; }) {
       EmuLaunch({unsigned(Tr::kSlices), unsigned(f.s.H), unsigned(f.s.N)}, Tr::kThreads,
                 [&] { kc::KdaChunkStateKernel<kRows, kCheckpoint, true>(f, ws); });
     } else {
