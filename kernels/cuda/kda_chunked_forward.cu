@@ -22,7 +22,7 @@
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 2, 4 or 8 CTAs share a (document, head); with 8 (16-row slices) or 2 (64-row slices)
-//    o has warps of its own beside the chain's. The 16- and 64-row forwards run as clusters of two
+//    o has warps of its own beside the chain's. The forwards (every width) run as clusters of two
 //    slices that share the record's common operands by TMA multicast (McBarriers).
 // In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
 // stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
@@ -885,9 +885,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
-// kMc: the 16- or 64-row forward pass launched as 2-CTA clusters (McBarriers, McMaps): the record
-// operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread of
-// each CTA.
+// kMc: the forward pass (16, 32 or 64 rows) launched as 2-CTA clusters (McBarriers, McMaps): the
+// record operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread
+// of each CTA.
 template <int kRows, bool kCheckpoint, bool kMc = false>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
@@ -1527,7 +1527,7 @@ Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t
                         CU_TENSOR_MAP_SWIZZLE_128B, "kda: the chunk records' tensor map");
 }
 
-// The 16- or 64-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot
+// The forward pass (every width) as 2-CTA clusters (kMc); the plain launch where the device cannot
 // hold one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or the workspace
 // is not 16-byte aligned.
 template <int kRows>
