@@ -22,7 +22,7 @@
 // 2. KdaChunkStateKernel, one CTA per (kRows state rows, head, document), walking the document's
 //    chunks in order with its state slice in registers (FP32). U, S1 and o are separable over state
 //    rows, so 2, 4 or 8 CTAs share a (document, head); with 8 (16-row slices) or 2 (64-row slices)
-//    o has warps of its own beside the chain's. The 16- and 64-row forwards run as clusters of two
+//    o has warps of its own beside the chain's. The forwards (every width) run as clusters of two
 //    slices that share the record's common operands by TMA multicast (McBarriers).
 // In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
 // stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
@@ -232,6 +232,31 @@ struct McSmem<64> {
 };
 static_assert(offsetof(McSmem<64>, qg) % 1024 == 0 && offsetof(McSmem<64>, kd) % 1024 == 0 &&
                   offsetof(McSmem<64>, m) % 1024 == 0 && sizeof(McSmem<64>::kd[0]) % 1024 == 0,
+              "every TMA tile 1024-byte aligned");
+// The 32-row forward pass ((1, 8192, 32): 4 slices a (document, head), clusters of two). Its chain
+// warps run the o products too (no o warps), so the thread that issues the copies and waits for the
+// peer is a chain thread: lane 0 of warp 0 (token tile 0, the least M U work). A producer warp of
+// its own (288 threads, 161 registers) was slower on the H200 (2026-11-30, kda20: the forward at
+// (1, 8192, 32) 0.990 ms against 0.950, the pass 696 K against 619 K cycles). -W and Q Gam are
+// both read in the chunk's first stretch, so they are single-buffered and issued together one
+// chunk ahead, in the middle of the chunk (after the second barrier, once the peer is there too);
+// Kdec^T | M (one tile set, as at 16 rows) and Gam_C are double-buffered and issued at the same
+// point. 201,776 bytes with the barriers and the alignment (the plain 32-row pass: 161,280); -W
+// double-buffered as well would take 234,544, over the 232,448 a CTA may have.
+template <>
+struct McSmem<32> {
+  static constexpr int kTile = McSmem<16>::kTile;
+  using Tr = StateTraits<32>;
+  uint16_t w[1][2 * kTile];   // -W: column halves 0 .. 63, 64 .. 127; rows hi, lo
+  uint16_t qg[2 * kTile];     // Q Gam, likewise
+  uint16_t kd[2][3 * kTile];  // buffer c % 2: Kdec^T hi, Kdec^T lo (128 rows each), M hi | lo
+  float gc[2][kDim];          // Gam_C, buffer c % 2
+  float uv[Tr::kStages][kChunk][Tr::kUvStride];
+  uint16_t s[2][32][Tr::kKStride];
+  uint16_t u[2][32][Tr::kTStride];
+};
+static_assert(offsetof(McSmem<32>, qg) % 1024 == 0 && offsetof(McSmem<32>, kd) % 1024 == 0 &&
+                  sizeof(McSmem<32>::kd[0]) % 1024 == 0,
               "every TMA tile 1024-byte aligned");
 struct McBarriers {
   uint64_t full_w[2];   // -W of buffer b landed: both CTAs' halves
@@ -860,19 +885,23 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
-// kMc: the 16- or 64-row forward pass launched as 2-CTA clusters (McBarriers, McMaps): the record
-// operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread of
-// each CTA.
+// kMc: the forward pass (16, 32 or 64 rows) launched as 2-CTA clusters (McBarriers, McMaps): the
+// record operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread
+// of each CTA.
 template <int kRows, bool kCheckpoint, bool kMc = false>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
                         const __grid_constant__ McParam<kMc> maps = {}) {
   using Tr = StateTraits<kRows>;
   static_assert(!kMc || (kRows == 16 && !kCheckpoint && Tr::kStages == 2 && Tr::kOWarps) ||
-                    (kRows == 64 && !kCheckpoint && Tr::kStages == 1 && Tr::kOWarps),
-                "multicast: the 16-row (double-buffered group 1) or 64-row forward, o warps");
+                    (kRows == 64 && !kCheckpoint && Tr::kStages == 1 && Tr::kOWarps) ||
+                    (kRows == 32 && !kCheckpoint && Tr::kStages == 1 && !Tr::kOWarps),
+                "multicast: the 16-row (double-buffered group 1), 32- or 64-row forward");
   // The 64-row layout (McSmem<64>): -W single, M apart from Kdec^T with its own barriers.
   constexpr bool kMc64 = kMc && kRows == 64;
+  // The 32-row layout (McSmem<32>): -W and Q Gam single, Kdec^T | M as at 16 rows; the copies
+  // issued by a chain thread.
+  constexpr bool kMc32 = kMc && kRows == 32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* const smem = kMc ? AlignSmem1024(smem_raw) : smem_raw;
   using Sm = StateSmemOf<kRows, kMc>;
@@ -961,13 +990,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
   };
 
-  // Multicast mode: one thread of the first o warp (token tile 0: the least M U work) issues
-  // this CTA's tiles (per chunk: one column half of -W and of Q Gam each; rank 0 Kdec^T hi and M,
-  // rank 1 Kdec^T lo and Gam_C) and handles the barriers. Row-wise bulk copies (641 a chunk) cost
-  // ~8 instructions each in a warp's ELECT loop (their operands are uniform); tiles are 7 a chunk.
+  // Multicast mode: one thread of the first o warp (token tile 0: the least M U work; at 32 rows,
+  // without o warps, of the first chain warp, likewise) issues this CTA's tiles (per chunk: one
+  // column half of -W and of Q Gam each; rank 0 Kdec^T hi and M, rank 1 Kdec^T lo and Gam_C) and
+  // handles the barriers. Row-wise bulk copies (641 a chunk) cost ~8 instructions each in a warp's
+  // ELECT loop (their operands are uniform); tiles are 7 a chunk.
   McBarriersOf<kRows>& mb = *reinterpret_cast<McBarriersOf<kRows>*>(smem + sizeof(Sm));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
-  const bool lead = kMc && warp == Tr::kRoleWarps && lane == 0;
+  const bool lead = kMc && warp == (kMc32 ? 0 : Tr::kRoleWarps) && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
   constexpr int kTile = McSmem<16>::kTile;
   constexpr int kKdTiles = kMc64 ? 2 : 3;  // Kdec^T hi, lo (, M hi | lo)
@@ -1128,7 +1158,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // At 64 rows: Uv 1(0), then per chunk c: 1(c + 1), none newer at the top. Tiles -W (0), Q Gam
   // (0), Kdec^T (0), M (0), then in chunk c: M (c) at the top (c > 0), Q Gam (c + 1), Kdec^T
   // (c + 1) and -W (c + 1) after the second barrier.
-  constexpr int kWaitTop = kMc64 ? 0 : kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
+  // At 32 rows: Uv as at 64 rows; tiles -W (0), Q Gam (0), Kdec^T | M (0), then in chunk c after
+  // the second barrier: -W (c + 1), Q Gam (c + 1), Kdec^T | M (c + 1).
+  constexpr int kWaitTop = kMc64 || kMc32 ? 0 : kMc ? 1 : Tr::kStages == 2 ? 3 : 1;
   if (kMc && chunks > 0) {
     load_uv(record(0), 0);
     CpAsyncCommit();
@@ -1176,6 +1208,11 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       if (chain) {
         MbarWait(&mb.full_w[0], static_cast<uint32_t>(c) & 1);
       } else {
+        MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
+      }
+    } else if constexpr (kMc32) {  // the chain warps read both
+      if (chain) {
+        MbarWait(&mb.full_w[0], static_cast<uint32_t>(c) & 1);
         MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
       }
     } else if constexpr (kMc) {  // the chain reads -W, the o warps Q Gam
@@ -1255,10 +1292,20 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll 2
       for (int ks = 0; ks < kDim / 16; ++ks) {
         uint32_t wh[4], wl[4], qh[4], ql[4];
-        LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
-        LdmA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
-        LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
-        LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+        if constexpr (kMc) {  // the column halves' tiles, planes hi, lo in their rows
+          const uint16_t* tw = w_buf(0) + (ks >> 2) * kTile;
+          const uint16_t* tq = qg_buf() + (ks >> 2) * kTile;
+          const int r0 = mt * 16, q0 = 2 * (ks & 3);
+          LdmAP([&](int r, int q) { return swz(tw, r0 + r, q0 + q); }, wh);
+          LdmAP([&](int r, int q) { return swz(tw, kChunk + r0 + r, q0 + q); }, wl);
+          LdmAP([&](int r, int q) { return swz(tq, r0 + r, q0 + q); }, qh);
+          LdmAP([&](int r, int q) { return swz(tq, kChunk + r0 + r, q0 + q); }, ql);
+        } else {
+          LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
+          LdmA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
+          LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
+          LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+        }
 #pragma unroll
         for (int j = 0; j < kVP; ++j) {
 #pragma unroll
@@ -1301,7 +1348,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       // This CTA is done with -W (c), Q Gam (c) and Kdec^T | M (c - 1): the peer may refill them.
       // Once the peer is too, their successors: in flight during the rest of this chunk (and
       // -W's during the next; at 64 rows -W (c + 1) during the rest of this one).
-      if (lead && c + 1 < chunks) {
+      if constexpr (kMc32) {  // -W (c + 1) and Q Gam (c + 1) first: the first read
+        if (lead && c + 1 < chunks) {
+          MbarArrivePeer(&mb.empty, peer);
+          MbarWait(&mb.empty, static_cast<uint32_t>(c) & 1);
+          mc_wq(0, c + 1, w_buf(0), &mb.full_w[0]);
+          mc_wq(1, c + 1, qg_buf(), &mb.full_q);
+          mc_kd(c + 1, kb ^ 1);
+        }
+      } else if (lead && c + 1 < chunks) {
         MbarArrivePeer(&mb.empty, peer);
         MbarWait(&mb.empty, static_cast<uint32_t>(c) & 1);
         mc_wq(1, c + 1, qg_buf(), &mb.full_q);
@@ -1331,7 +1386,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
           LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
         } else if constexpr (kMc) {  // M's rows follow Kdec^T's 2 kDim in the tiles
-          const uint16_t* t = kd_buf(b);
+          const uint16_t* t = kd_buf(kb);
           const int r0 = 2 * kDim + mt * 16;
           LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
           LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
@@ -1472,7 +1527,7 @@ Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t
                         CU_TENSOR_MAP_SWIZZLE_128B, "kda: the chunk records' tensor map");
 }
 
-// The 16- or 64-row forward pass as 2-CTA clusters (kMc); the plain launch where the device cannot
+// The forward pass (every width) as 2-CTA clusters (kMc); the plain launch where the device cannot
 // hold one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or the workspace
 // is not 16-byte aligned.
 template <int kRows>
@@ -1480,6 +1535,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   using Tr = StateTraits<kRows>;
   const auto kernel = KdaChunkStateKernel<kRows, false, true>;
   constexpr int kSmem = kStateSmemBytes<kRows, true>;
+  static_assert(kSmem == (kRows == 16 ? 222256 : kRows == 32 ? 201776 : 220224), "layout sizes");
   static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
   static std::atomic<uint64_t> done{0}, asked{0}, fits{0};
   Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
@@ -1537,8 +1593,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
 template <int kRows>
 Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
   if (a.checkpoints != nullptr) return LaunchStateAs<kRows, true>(a, ws, stream);
-  if constexpr (kRows == 16 || kRows == 64) return LaunchStateMc<kRows>(a, ws, slots, stream);
-  return LaunchStateAs<kRows, false>(a, ws, stream);
+  return LaunchStateMc<kRows>(a, ws, slots, stream);
 }
 
 template <int kThreads>

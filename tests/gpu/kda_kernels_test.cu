@@ -778,7 +778,8 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
 
 // The 32-row state pass the same way (the 16- and 64-row problems above miss it). 7 documents x
 // 4 heads = 28 chains: past one wave of 16-row slices (8 x 28 > 132 SMs), within two of 32-row
-// ones (4 x 28 <= 2 x 132).
+// ones (4 x 28 <= 2 x 132). Its forward is the 2-CTA cluster instance; the chunked backward's
+// recompute, the plain checkpoint instance.
 TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 130};
@@ -808,6 +809,19 @@ TEST(KdaKernels, BitwiseDeterministicSixtyFourRowStatePass) {
                                      129, 700, 2,  17,  256, 500,  3,  2048};
   const int64_t H = 4;
   ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 64));
+  ExpectBitwiseDeterministic(lens, H);
+}
+
+// The same through the 32-row pass ((1, 8192, 32)'s), whose forward runs as 2-CTA clusters with
+// single-buffered -W and Q Gam: 12 documents x 4 heads = 48 chains, past one
+// wave of 16-row slices and within two of 32-row ones (8 x 48 > 132, 4 x 48 <= 2 x 132 SMs),
+// chains of 0 to 32 chunks (odd and even counts) so that every buffer and barrier phase turns
+// over many times.
+TEST(KdaKernels, BitwiseDeterministicThirtyTwoRowStatePass) {
+  CAKEGRAD_REQUIRE_GPU();
+  const std::vector<int64_t> lens = {0, 1, 40, 300, 9, 1000, 33, 64, 65, 129, 2048, 2};
+  const int64_t H = 4;
+  ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 32));
   ExpectBitwiseDeterministic(lens, H);
 }
 
