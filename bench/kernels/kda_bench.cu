@@ -74,6 +74,14 @@ bool FwdOnly() {
   return e != nullptr && std::strcmp(e, "1") == 0;
 }
 
+// KDA_BENCH_CHUNKED_ONLY=1: the forward and the chunked backward alone (no sequential backward,
+// no comparison), inputs drawn as with KDA_BENCH_FWD_ONLY: an A/B of the chunked backward's
+// kernels in seconds per run where the whole bench takes tens (host draws, sequential backward).
+bool ChunkedOnly() {
+  const char* e = std::getenv("KDA_BENCH_CHUNKED_ONLY");
+  return e != nullptr && std::strcmp(e, "1") == 0;
+}
+
 // Random BF16 N(0,1) (never zeros: they can run faster than real data).
 uint16_t* RandomBf16(size_t n, std::mt19937& rng, float stddev = 1.0f) {
   std::vector<uint16_t> h(n);
@@ -86,7 +94,8 @@ uint16_t* RandomBf16(size_t n, std::mt19937& rng, float stddev = 1.0f) {
       h[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
     }
   };
-  const size_t workers = FwdOnly() ? std::max(1u, std::thread::hardware_concurrency()) : 1;
+  const size_t workers =
+      FwdOnly() || ChunkedOnly() ? std::max(1u, std::thread::hardware_concurrency()) : 1;
   if (workers == 1) {
     fill(rng, 0, n);
   } else {
@@ -251,6 +260,31 @@ void Run(const Case& c) {
     free_all();
     return;
   }
+  const double pairs = static_cast<double>(c.T) * c.H;
+  const double state = static_cast<double>(N) * c.H * kD * kD * 4;
+  const double fwd_flop = pairs * kD * kD * 7;
+  const double bwd_flop = pairs * kD * kD * 20;
+  // fwd: q k v g (bf16) + beta in, o out, initial and final state.
+  const double fwd_bytes = pairs * (5 * kD * 2 + 2) + 2 * state;
+  // bwd: q k v g do + beta in, dq dk dv dg + dbeta out, initial, dfinal, dinitial states.
+  const double bwd_bytes = pairs * (9 * kD * 2 + 4) + 3 * state;
+  auto line = [&](const char* dir, double ms, double flop, double bytes, double target) {
+    const double floor_ms = 1e3 * std::max(flop / kFp32FlopsPerS, bytes / kBytesPerS);
+    std::printf(
+        "%-28s %s  median %8.3f ms  %6.2f TFLOP/s  %7.1f GB/s  floor %6.3f ms  "
+        "x%5.2f floor  target %5.2f ms %s\n",
+        c.name.c_str(), dir, ms, flop / ms / 1e9, bytes / ms / 1e6, floor_ms, ms / floor_ms, target,
+        ms <= target ? "MET" : "missed");
+  };
+  if (ChunkedOnly()) {
+    const double chunked = MedianMs(
+        [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardChunkedCuda(b, nullptr)); }, 3, 15);
+    BENCH_CUDA(cudaGetLastError());
+    line("fwd", fwd, fwd_flop, fwd_bytes, c.fwd_target_ms);
+    line("bwd chunked", chunked, bwd_flop, bwd_bytes, c.bwd_target_ms);
+    free_all();
+    return;
+  }
   const double bwd = MedianMs(
       [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardSequentialCuda(b, nullptr)); }, 3, 15);
   BENCH_CUDA(cudaGetLastError());
@@ -287,22 +321,6 @@ void Run(const Case& c) {
   std::vector<std::vector<float>> chunked_out;
   download(&chunked_out);
 
-  const double pairs = static_cast<double>(c.T) * c.H;
-  const double state = static_cast<double>(N) * c.H * kD * kD * 4;
-  const double fwd_flop = pairs * kD * kD * 7;
-  const double bwd_flop = pairs * kD * kD * 20;
-  // fwd: q k v g (bf16) + beta in, o out, initial and final state.
-  const double fwd_bytes = pairs * (5 * kD * 2 + 2) + 2 * state;
-  // bwd: q k v g do + beta in, dq dk dv dg + dbeta out, initial, dfinal, dinitial states.
-  const double bwd_bytes = pairs * (9 * kD * 2 + 4) + 3 * state;
-  auto line = [&](const char* dir, double ms, double flop, double bytes, double target) {
-    const double floor_ms = 1e3 * std::max(flop / kFp32FlopsPerS, bytes / kBytesPerS);
-    std::printf(
-        "%-28s %s  median %8.3f ms  %6.2f TFLOP/s  %7.1f GB/s  floor %6.3f ms  "
-        "x%5.2f floor  target %5.2f ms %s\n",
-        c.name.c_str(), dir, ms, flop / ms / 1e9, bytes / ms / 1e6, floor_ms, ms / floor_ms, target,
-        ms <= target ? "MET" : "missed");
-  };
   line("fwd", fwd, fwd_flop, fwd_bytes, c.fwd_target_ms);
   const double chunked_floor_ms =
       1e3 * std::max(pairs * kChunkedFwdSecondsPerPair, fwd_bytes / kBytesPerS);

@@ -871,6 +871,55 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
   CUDA_ASSERT_OK(cudaStreamDestroy(stream));
 }
 
+// Prints fnv1a hashes of the chunked backward's workspace (records, chunk-start states S0, the
+// reverse chain's dS1 per chunk slot, partials) and of every gradient, for pinned inputs, so that
+// builds can be compared bitwise across processes (the reverse chain's dS1 and dinitial_state
+// included). The three problems take the reverse chain's 32-, 16- and 64-row slices (its row
+// rule is the state pass's). Checks nothing itself beyond a successful backward.
+TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
+  CAKEGRAD_REQUIRE_GPU();
+  auto fnv = [](const void* data, size_t bytes) {
+    uint64_t x = 1469598103934665603ull;
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
+    return static_cast<unsigned long long>(x);
+  };
+  struct Pinned {
+    const char* tag;  // printed after "kda bwd hashes"
+    Shape shape;
+    int rows;  // the reverse chain's slice width this problem must take
+    uint64_t seed;
+  };
+  Shape first = Packed({70, 0, 1, 64, 130, 700, 2048}, 4, /*int32=*/false);
+  first.g_mean = 2.0;
+  const std::vector<Pinned> pinned = {
+      {" 32-row", first, 32, 20261129},
+      {" 16-row", Packed({300, 1000}, 2, /*int32=*/true), 16, 20261130},
+      {" 64-row",
+       Packed({70, 0, 1, 64, 130, 65, 129, 200, 64, 63, 300, 1, 17, 128, 256, 90, 33, 500, 2, 64},
+              4, /*int32=*/false),
+       64, 20261130}};
+  for (const Pinned& pin : pinned) {
+    ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(pin.shape.lens, pin.shape.H, pin.rows));
+    testing::Rng().seed(pin.seed);
+    Problem pr(pin.shape);
+    testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
+    pr.ws.Fill(0);
+    pr.Poison();
+    RunBothChunked(pr, nullptr);
+    if (HasFatalFailure()) return;
+    const std::vector<uint8_t> ws = pr.ws.Download();
+    const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
+    std::printf("[ kda bwd hashes%s ] workspace %016llx", pin.tag, fnv(ws.data(), ws.size()));
+    static const char* const kNames[] = {"o",  "final_state", "dq",     "dk",       "dv",
+                                         "dg", "dbeta",       "dA_log", "ddt_bias", "dinit"};
+    for (size_t i = 0; i < snap.size(); ++i) {
+      std::printf(" %s %016llx", kNames[i], fnv(snap[i].data(), snap[i].size()));
+    }
+    std::printf("\n");
+  }
+}
+
 // The chunked backward under compute-sanitizer (the *Sanitize* filter): packed documents with
 // empty and 1-token ones and a chunk edge, every output written and finite, then malformed
 // offsets (clamped, flagged, no out-of-bounds access).
