@@ -139,18 +139,35 @@ struct ChainTraits {
   static constexpr int kThreads = 256;
   static constexpr int kDsStride = kDim + 1;    // dS rows read down a column: no bank conflicts
   static constexpr int kColStride = kRows + 4;  // dO, dU rows: 16-byte aligned row blocks
-  // dU: item = (slice column j, 4 consecutive tokens); dS: thread = (key k, a block of
-  // kRowsPerThread consecutive rows, read as float4 broadcasts).
+  // Both products are register tiles sized so that each value a thread loads from shared memory
+  // serves several FMAs: the step is bound by shared memory's return bandwidth (one 32-bit
+  // register per lane and cycle per SM; a warp-uniform float4 costs two cycles, a float4 run four),
+  // and the one-column dU items and one-key dS columns of the first version loaded 0.75 and
+  // 0.63 (16 rows) to 0.53 (64 rows) registers per FMA (bench/results/kda_h200.md, kda21).
+  // dU: thread = (4 consecutive tokens 4 tb, kUj slice columns jb + 16 r), one item per thread;
+  // a warp's lanes share two token blocks (Kdec^T, M as warp-uniform-pair float4s) and read 16
+  // consecutive dS rows (stride kDsStride: 16 banks).
   static constexpr int kTokBlocks = kChunk / 4;
+  static constexpr int kColBlocks = 16;
+  static constexpr int kUj = kRows / kColBlocks;
+  // dS: thread = (kRj consecutive rows, read as warp-uniform float4s, x kCk keys kg + kKeyGroups c,
+  // read as 32-bit runs: consecutive lanes take consecutive keys, so that the final read-modify-
+  // write of dS is conflict-free too); a warp shares its rows.
   static constexpr int kRowsPerThread = kRows * kDim / kThreads;
+  static constexpr int kCk = kRows == 16 ? 2 : 4;
+  static constexpr int kRj = kRowsPerThread / kCk;
+  static constexpr int kKeyGroups = kDim / kCk;
   // Record operands prefetched into registers one step ahead: 16-byte pieces of Q Gam, -W,
-  // Kdec^T (kRowPieces each) and M (kMPieces), hi and lo; dO of the slice (kDoPer per thread).
+  // Kdec^T (kRowPieces each) and M (kMPieces), hi and lo; dO of the slice as pairs of adjacent
+  // columns in one 32-bit word (kDoPer per thread: one register each, where single BF16 values
+  // took one each and pushed the 64-row instance past 255 registers).
   static constexpr int kRowPieces = kChunk * kDim / 8 / kThreads;
   static constexpr int kMPieces = kChunk * kChunk / 8 / kThreads;
-  static constexpr int kDoPer = kChunk * kRows / kThreads;
-  static_assert((kRows * kTokBlocks) % kThreads == 0, "whole dU items per thread");
-  static_assert(kThreads % kDim == 0 && kRowsPerThread * (kThreads / kDim) == kRows, "dS items");
-  static_assert(kRowsPerThread % 4 == 0, "float4 row blocks");
+  static constexpr int kDoPer = kChunk * kRows / 2 / kThreads;
+  static_assert(kColBlocks * kTokBlocks == kThreads && kUj * kColBlocks == kRows, "dU items");
+  static_assert(kRj * kCk == kRowsPerThread && kRj % 4 == 0 && kKeyGroups % 32 == 0 &&
+                    (kThreads / kKeyGroups) * kRj == kRows,
+                "dS tiles: float4 row blocks, a warp's lanes within one row block");
   static_assert(kRowPieces * kThreads * 8 == kChunk * kDim &&
                     kMPieces * kThreads * 8 == kChunk * kChunk,
                 "whole pieces");
@@ -179,7 +196,7 @@ struct ChainPending {
   using Tr = ChainTraits<kRows>;
   uint4 hi[3][Tr::kRowPieces], lo[3][Tr::kRowPieces];
   uint4 mhi[Tr::kMPieces], mlo[Tr::kMPieces];
-  uint16_t dob[Tr::kDoPer];
+  uint32_t dob[Tr::kDoPer];
   float gc;
 };
 
@@ -206,9 +223,12 @@ __device__ __forceinline__ void ChainIssue(const ChunkBwdArgs& a, int64_t slot, 
   }
 #pragma unroll
   for (int i = 0; i < Tr::kDoPer; ++i) {
-    const int e = tid + i * Tr::kThreads, t = e / kRows, j = e % kRows;
-    p.dob[i] = t < len ? a.d_o[((t0 + t) * a.s.H + h) * kDim + v0 + j] : uint16_t{0};
+    const int e = tid + i * Tr::kThreads, t = e / (kRows / 2), j = 2 * (e % (kRows / 2));
+    p.dob[i] =
+        t < len ? *reinterpret_cast<const uint32_t*>(a.d_o + ((t0 + t) * a.s.H + h) * kDim + v0 + j)
+                : 0u;
   }
+
   p.gc = tid < kDim ? rec.gamc[tid] : 0.f;
 }
 
@@ -230,9 +250,11 @@ __device__ __forceinline__ void ChainCommit(const ChainPending<kRows>& p, int ti
   }
 #pragma unroll
   for (int i = 0; i < Tr::kDoPer; ++i) {
-    const int e = tid + i * Tr::kThreads;
-    sm.dob[e / kRows][e % kRows] = Bf16(p.dob[i]);
+    const int e = tid + i * Tr::kThreads, t = e / (kRows / 2), j = 2 * (e % (kRows / 2));
+    sm.dob[t][j] = Bf16(static_cast<uint16_t>(p.dob[i] & 0xffffu));
+    sm.dob[t][j + 1] = Bf16(static_cast<uint16_t>(p.dob[i] >> 16));
   }
+
   if (tid < kDim) sm.gc[tid] = p.gc;
 }
 
@@ -288,65 +310,94 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
     }
 
     // dU[t][j] = scale sum_{s >= t} M[s][t] dO[s][j] + sum_k Kdec[t][k] dS[j][k], tokens
-    // t = 4 tb .. 4 tb + 3 (M[s][t] = 0 for s < t, so s starts at the block's first token).
-#pragma unroll 1
-    for (int item = tid; item < Tr::kRows * Tr::kTokBlocks; item += Tr::kThreads) {
-      const int j = item % Tr::kRows, tb = item / Tr::kRows;
-      float4 a1 = make_float4(0.f, 0.f, 0.f, 0.f), a2 = a1;
+    // t = 4 tb .. 4 tb + 3 (M[s][t] = 0 for s < t, so s starts at the block's first token), columns
+    // j = jb + 16 r. Every output's two sums run in the first version's order (s up, k up).
+    {
+      const int jb = tid % Tr::kColBlocks, tb = tid / Tr::kColBlocks;
+      float4 a1[Tr::kUj], a2[Tr::kUj];
+#pragma unroll
+      for (int r = 0; r < Tr::kUj; ++r) a1[r] = a2[r] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
       for (int s = 4 * tb; s < kChunk; ++s) {
         const float4 mv = *reinterpret_cast<const float4*>(&sm.m[s][4 * tb]);
-        const float d = sm.dob[s][j];
-        a1 = make_float4(fmaf(mv.x, d, a1.x), fmaf(mv.y, d, a1.y), fmaf(mv.z, d, a1.z),
-                         fmaf(mv.w, d, a1.w));
+#pragma unroll
+        for (int r = 0; r < Tr::kUj; ++r) {
+          const float d = sm.dob[s][jb + Tr::kColBlocks * r];
+          a1[r] = make_float4(fmaf(mv.x, d, a1[r].x), fmaf(mv.y, d, a1[r].y),
+                              fmaf(mv.z, d, a1[r].z), fmaf(mv.w, d, a1[r].w));
+        }
       }
 #pragma unroll 4
       for (int k = 0; k < kDim; ++k) {
         const float4 kv = *reinterpret_cast<const float4*>(&sm.kdt[k][4 * tb]);
-        const float d = sm.ds[j][k];
-        a2 = make_float4(fmaf(kv.x, d, a2.x), fmaf(kv.y, d, a2.y), fmaf(kv.z, d, a2.z),
-                         fmaf(kv.w, d, a2.w));
+#pragma unroll
+        for (int r = 0; r < Tr::kUj; ++r) {
+          const float d = sm.ds[jb + Tr::kColBlocks * r][k];
+          a2[r] = make_float4(fmaf(kv.x, d, a2[r].x), fmaf(kv.y, d, a2[r].y),
+                              fmaf(kv.z, d, a2[r].z), fmaf(kv.w, d, a2[r].w));
+        }
       }
-      sm.du[4 * tb][j] = fmaf(a.s.scale, a1.x, a2.x);
-      sm.du[4 * tb + 1][j] = fmaf(a.s.scale, a1.y, a2.y);
-      sm.du[4 * tb + 2][j] = fmaf(a.s.scale, a1.z, a2.z);
-      sm.du[4 * tb + 3][j] = fmaf(a.s.scale, a1.w, a2.w);
+#pragma unroll
+      for (int r = 0; r < Tr::kUj; ++r) {
+        const int j = jb + Tr::kColBlocks * r;
+        sm.du[4 * tb][j] = fmaf(a.s.scale, a1[r].x, a2[r].x);
+        sm.du[4 * tb + 1][j] = fmaf(a.s.scale, a1[r].y, a2[r].y);
+        sm.du[4 * tb + 2][j] = fmaf(a.s.scale, a1[r].z, a2[r].z);
+        sm.du[4 * tb + 3][j] = fmaf(a.s.scale, a1[r].w, a2[r].w);
+      }
     }
     __syncthreads();
 
     // dS0[j][k] = dS[j][k] Gam_C[k] + scale sum_t dO[t][j] QGam[t][k] + sum_t dU[t][j] (-W)[t][k]
-    // for key k and rows j = j0 .. j0 + kPer - 1: the two record values of a token serve all
-    // rows, whose dO and dU values come as float4 broadcasts.
-    constexpr int kPer = Tr::kRowsPerThread;
-    const int k = tid % kDim, j0 = (tid / kDim) * kPer;
-    float x[kPer], y[kPer];
+    // for rows j = j0 + r (r < kRj) and keys k = kg + kKeyGroups e (e < kCk), t up as before.
+    constexpr int kRj = Tr::kRj, kCk = Tr::kCk;
+    const int kg = tid % Tr::kKeyGroups, j0 = (tid / Tr::kKeyGroups) * kRj;
+    float x[kRj][kCk], y[kRj][kCk];
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) x[i] = y[i] = 0.f;
+    for (int r = 0; r < kRj; ++r) {
+#pragma unroll
+      for (int e = 0; e < kCk; ++e) x[r][e] = y[r][e] = 0.f;
+    }
 #pragma unroll 2
     for (int t = 0; t < kChunk; ++t) {
-      const float q = sm.qg[t][k], w = sm.nw[t][k];
+      float q[kCk], w[kCk];
 #pragma unroll
-      for (int i = 0; i < kPer; i += 4) {
+      for (int e = 0; e < kCk; ++e) {
+        q[e] = sm.qg[t][kg + Tr::kKeyGroups * e];
+        w[e] = sm.nw[t][kg + Tr::kKeyGroups * e];
+      }
+#pragma unroll
+      for (int i = 0; i < kRj; i += 4) {
         const float4 d = *reinterpret_cast<const float4*>(&sm.dob[t][j0 + i]);
         const float4 u = *reinterpret_cast<const float4*>(&sm.du[t][j0 + i]);
-        x[i] = fmaf(d.x, q, x[i]);
-        x[i + 1] = fmaf(d.y, q, x[i + 1]);
-        x[i + 2] = fmaf(d.z, q, x[i + 2]);
-        x[i + 3] = fmaf(d.w, q, x[i + 3]);
-        y[i] = fmaf(u.x, w, y[i]);
-        y[i + 1] = fmaf(u.y, w, y[i + 1]);
-        y[i + 2] = fmaf(u.z, w, y[i + 2]);
-        y[i + 3] = fmaf(u.w, w, y[i + 3]);
+#pragma unroll
+        for (int e = 0; e < kCk; ++e) {
+          x[i][e] = fmaf(d.x, q[e], x[i][e]);
+          x[i + 1][e] = fmaf(d.y, q[e], x[i + 1][e]);
+          x[i + 2][e] = fmaf(d.z, q[e], x[i + 2][e]);
+          x[i + 3][e] = fmaf(d.w, q[e], x[i + 3][e]);
+          y[i][e] = fmaf(u.x, w[e], y[i][e]);
+          y[i + 1][e] = fmaf(u.y, w[e], y[i + 1][e]);
+          y[i + 2][e] = fmaf(u.z, w[e], y[i + 2][e]);
+          y[i + 3][e] = fmaf(u.w, w[e], y[i + 3][e]);
+        }
       }
     }
-    float nv[kPer];
+    float nv[kRj][kCk];
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      nv[i] = sm.ds[j0 + i][k] * sm.gc[k] + fmaf(a.s.scale, x[i], y[i]);
+    for (int r = 0; r < kRj; ++r) {
+#pragma unroll
+      for (int e = 0; e < kCk; ++e) {
+        const int k = kg + Tr::kKeyGroups * e;
+        nv[r][e] = sm.ds[j0 + r][k] * sm.gc[k] + fmaf(a.s.scale, x[r][e], y[r][e]);
+      }
     }
     __syncthreads();  // every thread has read dS, dO, dU and the record of chunk c
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) sm.ds[j0 + i][k] = nv[i];
+    for (int r = 0; r < kRj; ++r) {
+#pragma unroll
+      for (int e = 0; e < kCk; ++e) sm.ds[j0 + r][kg + Tr::kKeyGroups * e] = nv[r][e];
+    }
     __syncthreads();
   }
   // dS0 of the first chunk (dfinal_state itself for an empty document).
