@@ -19,7 +19,8 @@
 //    document; the forward's wave rule), walking the chunks backwards with its dS slice in shared
 //    memory (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows, needs
 //    no S0, reads the record (split operands summed back to FP32: hi + lo is exact), the next
-//    chunk's operands loaded into registers while the current one computes.
+//    chunk's operands loaded into registers while the current one computes; both products in
+//    register tiles (shared memory's return bandwidth bounds the step).
 // 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product on
 //    mma.sync m16n8k16 with split BF16 operands (kda_mma.cuh): BF16x3 where the study allows it
 //    (U, dW, P and dU's state part), about FP32-exact where the result reaches the gate gradient
@@ -33,7 +34,8 @@
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 // Kernel 2 is still an FP32 CUDA-core loop (bench/results/kda_h200.md, "2026-11-29, fourth
-// session" and "Per-chunk kernel on tensor cores").
+// session" and "Per-chunk kernel on tensor cores"): its outputs are bitwise the first version's,
+// every sum in the same order.
 #include <atomic>
 #include <string>
 
@@ -141,16 +143,17 @@ struct ChainTraits {
   static constexpr int kColStride = kRows + 4;  // dO, dU rows: 16-byte aligned row blocks
   // Both products are register tiles sized so that each value a thread loads from shared memory
   // serves several FMAs: the step is bound by shared memory's return bandwidth (one 32-bit
-  // register per lane and cycle per SM; a warp-uniform float4 costs two cycles, a float4 run four),
-  // and the one-column dU items and one-key dS columns of the first version loaded 0.75 and
-  // 0.63 (16 rows) to 0.53 (64 rows) registers per FMA (bench/results/kda_h200.md, kda21).
+  // register per lane and cycle per SM; a warp-uniform float4 costs two cycles, a float4 run
+  // four). The first version's one-column dU items and one-key dS columns cost 0.75 and 0.63
+  // (16 rows) to 0.53 (64 rows) wavefronts per FFMA instruction; with the tiles, the 64-row
+  // chain's shared-load wavefronts halved and its time fell 34% (bench/results/kda_h200.md, kda21).
   // dU: thread = (4 consecutive tokens 4 tb, kUj slice columns jb + 16 r), one item per thread;
   // a warp's lanes share two token blocks (Kdec^T, M as warp-uniform-pair float4s) and read 16
   // consecutive dS rows (stride kDsStride: 16 banks).
   static constexpr int kTokBlocks = kChunk / 4;
   static constexpr int kColBlocks = 16;
   static constexpr int kUj = kRows / kColBlocks;
-  // dS: thread = (kRj consecutive rows, read as warp-uniform float4s, x kCk keys kg + kKeyGroups c,
+  // dS: thread = (kRj consecutive rows, read as warp-uniform float4s, x kCk keys kg + kKeyGroups e,
   // read as 32-bit runs: consecutive lanes take consecutive keys, so that the final read-modify-
   // write of dS is conflict-free too); a warp shares its rows.
   static constexpr int kRowsPerThread = kRows * kDim / kThreads;
