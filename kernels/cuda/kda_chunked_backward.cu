@@ -162,8 +162,8 @@ struct ChainTraits {
   static constexpr int kKeyGroups = kDim / kCk;
   // Record operands prefetched into registers one step ahead: 16-byte pieces of Q Gam, -W,
   // Kdec^T (kRowPieces each) and M (kMPieces), hi and lo; dO of the slice as pairs of adjacent
-  // columns in one 32-bit word (kDoPer per thread: one register each, where single BF16 values
-  // took one each and pushed the 64-row instance past 255 registers).
+  // columns, one 32-bit register a pair (kDoPer per thread; a register per BF16 value put 64 B of
+  // stack on the 64-row instance).
   static constexpr int kRowPieces = kChunk * kDim / 8 / kThreads;
   static constexpr int kMPieces = kChunk * kChunk / 8 / kThreads;
   static constexpr int kDoPer = kChunk * kRows / 2 / kThreads;
@@ -231,7 +231,6 @@ __device__ __forceinline__ void ChainIssue(const ChunkBwdArgs& a, int64_t slot, 
         t < len ? *reinterpret_cast<const uint32_t*>(a.d_o + ((t0 + t) * a.s.H + h) * kDim + v0 + j)
                 : 0u;
   }
-
   p.gc = tid < kDim ? rec.gamc[tid] : 0.f;
 }
 
@@ -257,7 +256,6 @@ __device__ __forceinline__ void ChainCommit(const ChainPending<kRows>& p, int ti
     sm.dob[t][j] = Bf16(static_cast<uint16_t>(p.dob[i] & 0xffffu));
     sm.dob[t][j + 1] = Bf16(static_cast<uint16_t>(p.dob[i] >> 16));
   }
-
   if (tid < kDim) sm.gc[tid] = p.gc;
 }
 
