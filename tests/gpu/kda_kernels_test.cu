@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -876,8 +877,12 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
 // builds can be compared bitwise across processes (the reverse chain's dS1 and dinitial_state
 // included). The three problems take the reverse chain's 32-, 16- and 64-row slices (its row
 // rule is the state pass's). Checks nothing itself beyond a successful backward.
+// KDA_HASH_SEED_OFFSET=n draws other pinned inputs (seed + n), so that two builds can be compared
+// on as many draws as wanted, one process per offset.
 TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
+  const char* offset_env = std::getenv("KDA_HASH_SEED_OFFSET");
+  const uint64_t seed_offset = offset_env ? std::strtoull(offset_env, nullptr, 10) : 0;
   auto fnv = [](const void* data, size_t bytes) {
     uint64_t x = 1469598103934665603ull;
     const auto* p = static_cast<const uint8_t*>(data);
@@ -901,7 +906,7 @@ TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
        64, 20261130}};
   for (const Pinned& pin : pinned) {
     ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(pin.shape.lens, pin.shape.H, pin.rows));
-    testing::Rng().seed(pin.seed);
+    testing::Rng().seed(pin.seed + seed_offset);
     Problem pr(pin.shape);
     testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
     pr.ws.Fill(0);
