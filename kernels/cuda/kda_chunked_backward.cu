@@ -632,15 +632,52 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // This CTA alone
   // reads its record from here on (the chain does not read Uv), so the record takes the result
   // and the U and dA products below read it as before.
+  // Row t's sum runs over i = 0 .. t - 1 in that order, so only its last step waits for row t - 1:
+  // four rows at a time run their sums side by side over the finished rows i < 4 b (four
+  // independent FMA chains, each x_i and P float4 read once for all four), then finish in turn
+  // over the block's own rows. Each row's operations and their order are the one-row loop's (ncu,
+  // bench/results/kda_h200.md 2026-11-30 kda22: that loop, one dependent chain per thread on four
+  // warps, was ~16% of the kernel's time with the other twelve warps waiting).
   if (tid < kDim) {
     float* uv_rec = const_cast<float*>(rec.uv);
+    constexpr int kRows = 4;
 #pragma unroll 1
-    for (int t = 0; t < kChunk; ++t) {
-      float x = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
-      const float nb = -sm.bt[t];
-      for (int i = 0; i < t; ++i) x = fmaf(nb * sm.p[t][i], sm.r1.uvs[i][tid], x);
-      sm.r1.uvs[t][tid] = x;
-      uv_rec[t * kDim + tid] = x;
+    for (int t0 = 0; t0 < kChunk; t0 += kRows) {
+      float x[kRows], nb[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const int t = t0 + r;
+        x[r] = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
+        nb[r] = -sm.bt[t];
+      }
+#pragma unroll 2
+      for (int i = 0; i < t0; i += 4) {
+        float u[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) u[j] = sm.r1.uvs[i + j][tid];
+        float4 pr[kRows];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) pr[r] = *reinterpret_cast<const float4*>(&sm.p[t0 + r][i]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].x, u[0], x[r]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].y, u[1], x[r]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].z, u[2], x[r]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].w, u[3], x[r]);
+      }
+      // The block's own rows: row t0 + r takes i = t0 .. t0 + r - 1, x_i from the registers.
+#pragma unroll
+      for (int r = 1; r < kRows; ++r) {
+#pragma unroll
+        for (int j = 0; j < r; ++j) x[r] = fmaf(nb[r] * sm.p[t0 + r][t0 + j], x[j], x[r]);
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        sm.r1.uvs[t0 + r][tid] = x[r];
+        uv_rec[(t0 + r) * kDim + tid] = x[r];
+      }
     }
   }
   __syncthreads();  // the record's Uv rewritten (visible to the block); the scratch is free
