@@ -110,13 +110,6 @@ __device__ __forceinline__ void StoreJoined8(float* dst, uint4 hi, uint4 lo) {
                                                     join(hi.w, lo.w, 0), join(hi.w, lo.w, 1));
 }
 
-// dst[0 .. 7] = hi + lo of eight consecutive split operands (16-byte aligned source and a
-// 16-byte aligned destination): one 16-byte load per part, two 16-byte stores.
-__device__ __forceinline__ void StageJoined8(float* dst, const uint16_t* src, int lo_offset) {
-  StoreJoined8(dst, *reinterpret_cast<const uint4*>(src),
-               *reinterpret_cast<const uint4*>(src + lo_offset));
-}
-
 // dst[j * ld] = hi + lo of src[j], j < 8 (src 16-byte aligned): a transposed copy with one 16-byte
 // load per part; consecutive threads take consecutive dst columns (no bank conflicts) and read
 // rows 128 B apart, where one element per thread and row cost a sector per element.
@@ -444,9 +437,10 @@ struct GradSmem {
       float da[kChunk][kLdC];  // -A^T for the solve, then dA (strictly lower)
     } pa;
   } r1;
-  float p[kChunk][kLdC];     // P = A / beta (strictly lower), from the start
-  float bufw[kChunk][kLdF];  // -W, then dW, then dKb (in place), then X, then dgl
-  // Kdec^T [128][64], then dU, then dVb, then Y's exclusive cumsum, then the epilogue's partials
+  float p[kChunk][kLdC];  // P = A / beta (strictly lower), from the start
+  // -W's BF16 parts, then dW, then dKb (in place), then X, then dgl.
+  float bufw[kChunk][kLdF];
+  // Kdec's BF16 parts, then dU, then dVb, then Y's exclusive cumsum, then the epilogue's partials
   // (part, below: the padding left no room for them beside it).
   float bufu[kChunk][kLdF];
   float dm[kChunk][kLdC];  // M, then dM (lower incl. the diagonal)
@@ -483,6 +477,51 @@ __device__ __forceinline__ float KhAt(const GradSmem& sm, int t, int k) {
 }
 __device__ __forceinline__ float QhAt(const GradSmem& sm, int t, int k) {
   return Bf16(sm.q[t][k]) * sm.rq[t];
+}
+
+// -W and Kdec are staged as the BF16 hi / lo parts of SplitPair(hi + lo of the record), the parts
+// LoadASplit made of their FP32 staging in every warp and k-step: split once per element, the
+// U / dU products load them with ldmatrix (one instruction per part and fragment, where LoadASplit
+// took four 8-byte loads and four paired splits). [kChunk][kLdH] each, lo after hi, in bufw / bufu.
+constexpr int kSplitLo = kChunk * kLdH;
+static_assert(2 * kSplitLo * sizeof(uint16_t) == sizeof(float) * kChunk * kLdF, "parts fit");
+
+// The record's eight consecutive split operands at src (hi; lo at src + lo_src), joined (exact, as
+// StoreJoined8) and split again: the parts to dst (hi) and dst + lo_dst (lo), one 16-byte store
+// each (src and dst 16-byte aligned).
+__device__ __forceinline__ void StageResplit8(uint16_t* dst, int lo_dst, const uint16_t* src,
+                                              int lo_src) {
+  const uint4 hi = *reinterpret_cast<const uint4*>(src);
+  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_src);
+  const uint32_t h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
+  uint32_t sh[4], sl[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    SplitPair(Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff), Bf16(h[j] >> 16) + Bf16(l[j] >> 16),
+              &sh[j], &sl[j]);
+  }
+  *reinterpret_cast<uint4*>(dst) = make_uint4(sh[0], sh[1], sh[2], sh[3]);
+  *reinterpret_cast<uint4*>(dst + lo_dst) = make_uint4(sl[0], sl[1], sl[2], sl[3]);
+}
+
+// The same for a transposed copy (StageJoinedT8's): src[j], j < 8, to dst[j * ld] and
+// dst[lo_dst + j * ld]. The split is elementwise, so pairing along j gives the parts LoadASplit's
+// pairs along the row give.
+__device__ __forceinline__ void StageResplitT8(uint16_t* dst, int ld, int lo_dst,
+                                               const uint16_t* src, int lo_src) {
+  const uint4 hi = *reinterpret_cast<const uint4*>(src);
+  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_src);
+  const uint32_t h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    uint32_t sh, sl;
+    SplitPair(Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff), Bf16(h[j] >> 16) + Bf16(l[j] >> 16), &sh,
+              &sl);
+    dst[(2 * j) * ld] = static_cast<uint16_t>(sh & 0xffff);
+    dst[(2 * j + 1) * ld] = static_cast<uint16_t>(sh >> 16);
+    dst[lo_dst + (2 * j) * ld] = static_cast<uint16_t>(sl & 0xffff);
+    dst[lo_dst + (2 * j + 1) * ld] = static_cast<uint16_t>(sl >> 16);
+  }
 }
 
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
@@ -554,15 +593,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
           Bf16(vraw.x & 0xffff), Bf16(vraw.x >> 16), Bf16(vraw.y & 0xffff), Bf16(vraw.y >> 16));
     }
   }
-  // Record operands to FP32 shared memory, each with the token of the output row first so the
-  // products below read float4 runs along their inner index: -W [t][k], Kdec [t][k] (from
-  // Kdec^T), M^T [t][s].
+  // Record operands to shared memory, each with the token of the output row first: -W [t][k] and
+  // Kdec [t][k] (from Kdec^T) as their BF16 parts (StageResplit8 above), M^T [t][s] in FP32 (the
+  // products below read float4 runs along its inner index).
+  uint16_t* const w_parts = reinterpret_cast<uint16_t*>(&sm.bufw[0][0]);
+  uint16_t* const kdec_parts = reinterpret_cast<uint16_t*>(&sm.bufu[0][0]);
   for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
-    StageJoined8(&sm.bufw[e / kDim][e % kDim], rec.negw + e, kRowMatLo);
+    StageResplit8(w_parts + (e / kDim) * kLdH + e % kDim, kSplitLo, rec.negw + e, kRowMatLo);
   }
   for (int e = tid; e < kDim * kChunk / 8; e += Tr::kThreads) {
     const int k = e % kDim, tb = e / kDim;
-    StageJoinedT8(&sm.bufu[8 * tb][k], kLdF, rec.kdt + k * kChunk + 8 * tb, kRowMatLo);
+    StageResplitT8(kdec_parts + 8 * tb * kLdH + k, kLdH, kSplitLo, rec.kdt + k * kChunk + 8 * tb,
+                   kRowMatLo);
   }
   for (int e = tid; e < kChunk * kChunk / 8; e += Tr::kThreads) {
     const int s = e % kChunk, tb = e / kChunk;
@@ -685,12 +727,12 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
   // sum_k Kdec[t][k] dS1[v][k], on the tensor cores (mma.sync m16n8k16, FP32 accumulation): warp w
   // owns columns v = 8 w .. 8 w + 7 for all 64 tokens, so it reads rows 8 w .. 8 w + 7 of S0 and
-  // dS1 from L2 once (64 KiB each per CTA) and splits them on the fly; -W, Kdec and M^T are split
-  // from their FP32 staging (hi + lo of the record joined exactly, so the split gives back the
-  // record's parts). BF16x3 (the study's state / dwu classes); dO exactly BF16, so M^T dO takes
-  // three passes with M^T in three parts (~exact: dU feeds dg through dKb). The CUDA-core loops
-  // (16-key S0 / dS1 tiles through shared memory, ~8k instructions per thread) needed 16 barriers;
-  // this needs none.
+  // dS1 from L2 once (64 KiB each per CTA) and splits them on the fly; -W and Kdec come split
+  // from their staging, M^T is split from its FP32 staging (hi + lo of the record joined exactly,
+  // so the split gives back the record's parts). BF16x3 (the study's state / dwu classes); dO
+  // exactly BF16, so M^T dO takes three passes with M^T in three parts (~exact: dU feeds dg through
+  // dKb). The CUDA-core loops (16-key S0 / dS1 tiles through shared memory, ~8k instructions per
+  // thread) needed 16 barriers; this needs none.
   constexpr int kMt = kChunk / 16;  // 16-token tiles
   static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
   const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
@@ -718,11 +760,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], al[4];
-        LoadASplit(&sm.bufw[0][0], kLdF, 16 * m, k0, ah, al);
+        LdmA<kLdH>(w_parts, 16 * m, k0, ah);
+        LdmA<kLdH>(w_parts + kSplitLo, 16 * m, k0, al);
         Mma(cu[m], ah, sh);
         Mma(cu[m], ah, sl);
         Mma(cu[m], al, sh);
-        LoadASplit(&sm.bufu[0][0], kLdF, 16 * m, k0, ah, al);
+        LdmA<kLdH>(kdec_parts, 16 * m, k0, ah);
+        LdmA<kLdH>(kdec_parts + kSplitLo, 16 * m, k0, al);
         Mma(cd[m], ah, dh);
         Mma(cd[m], ah, dl);
         Mma(cd[m], al, dh);
