@@ -431,7 +431,7 @@ struct GradSmem {
   uint16_t q[kChunk][kLdH];    // raw queries
   uint16_t d_o[kChunk][kLdH];  // raw dO
   union {
-    float u[kChunk][kLdF];     // U
+    float u[kChunk][kLdF];     // U's hi and mid BF16 parts ([kChunk][kLdH] each)
     float uvs[kChunk][kLdF];   // Uv solve scratch (before U)
     struct {                   // after dM (U is dead)
       float da[kChunk][kLdC];  // -A^T for the solve, then dA (strictly lower)
@@ -443,7 +443,7 @@ struct GradSmem {
   // Kdec's BF16 parts, then dU, then dVb, then Y's exclusive cumsum, then the epilogue's partials
   // (part, below: the padding left no room for them beside it).
   float bufu[kChunk][kLdF];
-  float dm[kChunk][kLdC];  // M, then dM (lower incl. the diagonal)
+  float dm[kChunk][kLdC];  // M^T, then U's lo BF16 part, then dM (lower incl. the diagonal)
   float rk[kChunk], rq[kChunk], bt[kChunk];
   float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
@@ -483,8 +483,11 @@ __device__ __forceinline__ float QhAt(const GradSmem& sm, int t, int k) {
 // LoadASplit made of their FP32 staging in every warp and k-step: split once per element, the
 // U / dU products load them with ldmatrix (one instruction per part and fragment, where LoadASplit
 // took four 8-byte loads and four paired splits). [kChunk][kLdH] each, lo after hi, in bufw / bufu.
+// U likewise in three parts (Split3Pair, as LoadASplit3 / LoadBSplitT3 split it in dKdec and dM):
+// hi and mid in r1, lo in dm.
 constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) == sizeof(float) * kChunk * kLdF, "parts fit");
+static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
 
 // The record's eight consecutive split operands at src (hi; lo at src + lo_src), joined (exact, as
 // StoreJoined8) and split again: the parts to dst (hi) and dst + lo_dst (lo), one 16-byte store
@@ -723,6 +726,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
   }
   __syncthreads();  // the record's Uv rewritten (visible to the block); the scratch is free
+  // z's column sums from L2 over all 512 threads (v = 32 tq .. 32 tq + 31 each, loads unrolled so
+  // they are in flight together), summed in token-group order after the barriers below; 128
+  // threads walking all 128 rows left the block waiting on L2. red is free until the epilogue.
+  // Here rather than after the U / dU products: there dU and U's lo part are held in registers.
+  {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int v = 32 * tq; v < 32 * tq + 32; ++v) {
+      acc = fmaf(ds1[v * kDim + kc], s0[v * kDim + kc], acc);
+    }
+    (&sm.red[0][0][0])[tq * kDim + kc] = acc;
+  }
 
   // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
   // sum_k Kdec[t][k] dS1[v][k], on the tensor cores (mma.sync m16n8k16, FP32 accumulation): warp w
@@ -737,6 +752,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
   const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
   float cd[kMt][4];  // dU, kept in registers until Kdec is consumed
+  // U in three BF16 parts (Split3Pair, as dKdec's and dM's loads split it before): hi and mid to
+  // r1 here, lo (in registers) to dm once M is consumed.
+  uint16_t* const u_parts = reinterpret_cast<uint16_t*>(&sm.r1.u[0][0]);
+  uint16_t* const u_lo = reinterpret_cast<uint16_t*>(&sm.dm[0][0]);
+  uint32_t ul[kMt][2];
   {
     float cu[kMt][4], cm[kMt][4];
 #pragma unroll
@@ -793,29 +813,24 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         const int t = 16 * m + fr + 8 * h;
         const float2 uv = *reinterpret_cast<const float2*>(rec.uv + t * kDim + fc);
-        *reinterpret_cast<float2*>(&sm.r1.u[t][fc]) =
-            make_float2(uv.x + cu[m][2 * h], uv.y + cu[m][2 * h + 1]);
+        uint32_t uh, um;
+        Split3Pair(uv.x + cu[m][2 * h], uv.y + cu[m][2 * h + 1], &uh, &um, &ul[m][h]);
+        *reinterpret_cast<uint32_t*>(u_parts + t * kLdH + fc) = uh;
+        *reinterpret_cast<uint32_t*>(u_parts + kSplitLo + t * kLdH + fc) = um;
         cd[m][2 * h] = fmaf(scale, cm[m][2 * h], cd[m][2 * h]);
         cd[m][2 * h + 1] = fmaf(scale, cm[m][2 * h + 1], cd[m][2 * h + 1]);
       }
     }
   }
-  __syncthreads();  // -W, M and Kdec are consumed; U and the cumulative gates are complete
+  __syncthreads();  // -W, M and Kdec are consumed; the cumulative gates are complete
 #pragma unroll
   for (int m = 0; m < kMt; ++m) {
-    *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr][fc]) = make_float2(cd[m][0], cd[m][1]);
-    *reinterpret_cast<float2*>(&sm.bufu[16 * m + fr + 8][fc]) = make_float2(cd[m][2], cd[m][3]);
-  }
-  // z's column sums from L2 over all 512 threads (v = 32 tq .. 32 tq + 31 each, loads unrolled so
-  // they are in flight together), summed in token-group order after the barrier; 128 threads
-  // walking all 128 rows left the block waiting on L2. red is free until the epilogue.
-  {
-    float acc = 0.f;
-#pragma unroll 8
-    for (int v = 32 * tq; v < 32 * tq + 32; ++v) {
-      acc = fmaf(ds1[v * kDim + kc], s0[v * kDim + kc], acc);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int t = 16 * m + fr + 8 * h;
+      *reinterpret_cast<uint32_t*>(u_lo + t * kLdH + fc) = ul[m][h];
+      *reinterpret_cast<float2*>(&sm.bufu[t][fc]) = make_float2(cd[m][2 * h], cd[m][2 * h + 1]);
     }
-    (&sm.red[0][0][0])[tq * kDim + kc] = acc;
   }
   __syncthreads();
   if (tid < kDim) {
@@ -877,9 +892,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       X[j] = (QhAt(sm, t, kc) * gam) * dqg;  // Q Gam d(Q Gam): a factor exp(G)
     }
     __syncthreads();  // d(Q Gam) is read: dKdec takes its place
-    // dKdec = U dS1 (Kdec = kh Gam_C / Gam), the same way: B fragments of dS1 from L2, U split
-    // from shared memory, both in three parts (Mma6, ~exact: dKdec reaches dg directly, through
-    // Y); ~4k instructions per thread on the CUDA cores, ~2.7k here.
+    // dKdec = U dS1 (Kdec = kh Gam_C / Gam), the same way: B fragments of dS1 from L2, U's
+    // parts from shared memory, both in three parts (Mma6, ~exact: dKdec reaches dg directly,
+    // through Y); ~4k instructions per thread on the CUDA cores, ~2.7k here.
     float ck[kMt][4];
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
@@ -896,7 +911,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], am[4], al[4];
-        LoadASplit3(&sm.r1.u[0][0], kLdF, 16 * m, v0, ah, am, al);
+        LdmA<kLdH>(u_parts, 16 * m, v0, ah);
+        LdmA<kLdH>(u_parts + kSplitLo, 16 * m, v0, am);
+        LdmA<kLdH>(u_lo, 16 * m, v0, al);
         Mma6(ck[m], ah, am, al, bh, bm, bl);
       }
     }
@@ -925,30 +942,44 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 
   // dM[t][s] = scale sum_v dO[t][v] U[s][v] for s <= t on the tensor cores: 32 tiles of 16 x 8,
   // two per warp, those wholly above the diagonal written as zeros without products. dO is exactly
-  // BF16 and U split in three parts (three passes, ~exact). dM's diagonal goes to dmd and is zeroed
+  // BF16 and U in its three parts (three passes, ~exact). dM's diagonal goes to dmd and is zeroed
   // in dm (the pair terms below rely on it). The CUDA-core loop took ~3k instructions per thread.
-#pragma unroll 1
-  for (int tile = warp; tile < 32; tile += Tr::kWarps) {
-    int m0, c0;
-    TriTile(tile, &m0, &c0);
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    if (c0 <= m0 + 15) {  // warp-uniform
+  // U's lo part lives in dm: every warp's products are done before dM is written.
+  static_assert(32 == 2 * Tr::kWarps, "two tiles per warp");
+  {
+    float acc[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      int m0, c0;
+      TriTile(warp + Tr::kWarps * n, &m0, &c0);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+      if (c0 <= m0 + 15) {  // warp-uniform
 #pragma unroll 2
-      for (int v0 = 0; v0 < kDim; v0 += 16) {
-        uint32_t ao[4], bh[2], bm[2], bl[2];
-        LoadA<kLdH>(&sm.d_o[0][0], m0, v0, ao);
-        LoadBSplitT3(&sm.r1.u[0][0], kLdF, c0, v0, bh, bm, bl);
-        Mma(acc, ao, bl);
-        Mma(acc, ao, bm);
-        Mma(acc, ao, bh);
+        for (int v0 = 0; v0 < kDim; v0 += 16) {
+          uint32_t ao[4], bh[2], bm[2], bl[2];
+          LoadA<kLdH>(&sm.d_o[0][0], m0, v0, ao);
+          LoadB<kLdH>(u_parts, c0, v0, bh);
+          LoadB<kLdH>(u_parts + kSplitLo, c0, v0, bm);
+          LoadB<kLdH>(u_lo, c0, v0, bl);
+          Mma(acc[n], ao, bl);
+          Mma(acc[n], ao, bm);
+          Mma(acc[n], ao, bh);
+        }
       }
     }
+    __syncthreads();  // U's parts are read
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = m0 + (lane >> 2) + 8 * (e >> 1), c = c0 + 2 * (lane & 3) + (e & 1);
-      const float x = c <= t ? scale * acc[e] : 0.f;
-      if (c == t) sm.dmd[t] = x;
-      sm.dm[t][c] = c == t ? 0.f : x;
+    for (int n = 0; n < 2; ++n) {
+      int m0, c0;
+      TriTile(warp + Tr::kWarps * n, &m0, &c0);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + (lane >> 2) + 8 * (e >> 1), c = c0 + 2 * (lane & 3) + (e & 1);
+        const float x = c <= t ? scale * acc[n][e] : 0.f;
+        if (c == t) sm.dmd[t] = x;
+        sm.dm[t][c] = c == t ? 0.f : x;
+      }
     }
   }
   __syncthreads();  // U is dead: its space takes -A^T, then dA
