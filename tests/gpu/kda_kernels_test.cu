@@ -582,18 +582,27 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
   }
 }
 
+// FNV-1a of a host copy, printed by the *HashesForCrossBuildComparison tests.
+unsigned long long Fnv1a(const void* data, size_t bytes) {
+  uint64_t x = 1469598103934665603ull;
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
+  return static_cast<unsigned long long>(x);
+}
+
+// KDA_HASH_SEED_OFFSET=n: the hash tests draw other pinned inputs (seed + n), so that two builds
+// can be compared bitwise on as many draws as wanted, one process per offset.
+uint64_t HashSeedOffset() {
+  const char* env = std::getenv("KDA_HASH_SEED_OFFSET");
+  return env ? std::strtoull(env, nullptr, 10) : 0;
+}
+
 // Prints FNV-1a hashes of the chunk records (the whole workspace, zero-filled first) and of o,
 // final_state for pinned inputs, so that builds or instances of the preparation kernel can be
 // compared bitwise across processes (tools/gpu/run_kda_candidate.sh names the last build's).
 // Checks nothing itself beyond a successful forward.
 TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
-  auto fnv = [](const void* data, size_t bytes) {
-    uint64_t x = 1469598103934665603ull;
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
-    return static_cast<unsigned long long>(x);
-  };
   // The first shape takes the 32-row state pass (its hashes are the ones every session since the
   // fifth compares); the other two take the 16-row one (4 (document, head) chains) and the 64-row
   // one (80 chains), so that a change to the state pass is checked bitwise at every slice width.
@@ -612,7 +621,7 @@ TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
               4, /*int32=*/false),
        20261130}};
   for (const Pinned& pin : pinned) {
-    testing::Rng().seed(pin.seed);
+    testing::Rng().seed(pin.seed + HashSeedOffset());
     Problem pr(pin.shape);
     testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
     pr.ws.Fill(0);
@@ -622,8 +631,8 @@ TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
     const std::vector<uint16_t> o = pr.o.Download();
     const std::vector<float> fs = pr.fs.Download();
     std::printf("[ kda hashes%s ] records %016llx o %016llx final_state %016llx\n", pin.tag,
-                fnv(ws.data(), ws.size()), fnv(o.data(), 2 * o.size()),
-                fnv(fs.data(), 4 * fs.size()));
+                Fnv1a(ws.data(), ws.size()), Fnv1a(o.data(), 2 * o.size()),
+                Fnv1a(fs.data(), 4 * fs.size()));
   }
 }
 
@@ -877,18 +886,8 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
 // builds can be compared bitwise across processes (the reverse chain's dS1 and dinitial_state
 // included). The three problems take the reverse chain's 32-, 16- and 64-row slices (its row
 // rule is the state pass's). Checks nothing itself beyond a successful backward.
-// KDA_HASH_SEED_OFFSET=n draws other pinned inputs (seed + n), so that two builds can be compared
-// on as many draws as wanted, one process per offset.
 TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
-  const char* offset_env = std::getenv("KDA_HASH_SEED_OFFSET");
-  const uint64_t seed_offset = offset_env ? std::strtoull(offset_env, nullptr, 10) : 0;
-  auto fnv = [](const void* data, size_t bytes) {
-    uint64_t x = 1469598103934665603ull;
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
-    return static_cast<unsigned long long>(x);
-  };
   struct Pinned {
     const char* tag;  // printed after "kda bwd hashes"
     Shape shape;
@@ -906,7 +905,7 @@ TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
        64, 20261130}};
   for (const Pinned& pin : pinned) {
     ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(pin.shape.lens, pin.shape.H, pin.rows));
-    testing::Rng().seed(pin.seed + seed_offset);
+    testing::Rng().seed(pin.seed + HashSeedOffset());
     Problem pr(pin.shape);
     testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
     pr.ws.Fill(0);
@@ -915,11 +914,11 @@ TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
     if (HasFatalFailure()) return;
     const std::vector<uint8_t> ws = pr.ws.Download();
     const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
-    std::printf("[ kda bwd hashes%s ] workspace %016llx", pin.tag, fnv(ws.data(), ws.size()));
+    std::printf("[ kda bwd hashes%s ] workspace %016llx", pin.tag, Fnv1a(ws.data(), ws.size()));
     static const char* const kNames[] = {"o",  "final_state", "dq",     "dk",       "dv",
                                          "dg", "dbeta",       "dA_log", "ddt_bias", "dinit"};
     for (size_t i = 0; i < snap.size(); ++i) {
-      std::printf(" %s %016llx", kNames[i], fnv(snap[i].data(), snap[i].size()));
+      std::printf(" %s %016llx", kNames[i], Fnv1a(snap[i].data(), snap[i].size()));
     }
     std::printf("\n");
   }
