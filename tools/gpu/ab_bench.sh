@@ -3,6 +3,11 @@
 # DIR/<variant>/ holding the family's kernels-only bench binary (cakegrad_<family>_bench) and, for
 # the variants to check, its GPU test binary (cakegrad_gpu_<family>_tests); build them here with
 # -DCAKEGRAD_KERNELS_ONLY=ON, strip them and carry DIR.
+#   0. with HASH_FILTER set: the bitwise gate. Every variant's test binary runs the gtest filter
+#      HASH_FILTER (e.g. 'KdaKernels.*HashesForCrossBuildComparison'), once per offset in
+#      HASH_OFFSETS (default "0"; KDA_HASH_SEED_OFFSET=offset: other pinned draws); a variant
+#      whose printed hash lines differ from the first variant's, or that prints none, is
+#      dropped from steps 1-3 (named in $OUT/ab/hash_gate.txt).
 #   1. every variant's bench, ROUNDS times, alternating (all variants see the same machine
 #      state), beside a 100 ms clock and power log;
 #   2. a summary: per variant and table row, each round's time (the bench's median);
@@ -10,9 +15,10 @@
 #      the three in parallel.
 # Usage: bash tools/gpu/ab_bench.sh DIR FAMILY "base cand ..." [ROUNDS=3] ["cand ..."=CHECK]
 # Env: BENCH_ENV (assignments for the bench, e.g. "CAKEGRAD_BENCH_REST_MS=500" for conv1d),
-# BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool). Logs and the summary go to $OUT/ab/.
+# BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool), HASH_FILTER, HASH_OFFSETS. Logs and the
+# summary go to $OUT/ab/.
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,14p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,19p "$0" >&2; exit 2; }
 dir=$1 family=$2 variants=$3 rounds=${4:-3} check=${5:-}
 case $family in conv1d | mhc | kda) ;; *) echo "family must be conv1d, mhc or kda" >&2; exit 2 ;; esac
 export PATH=$PATH:/usr/local/cuda/bin
@@ -23,6 +29,32 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.draw.instant,temperature.gpu \
   --format=csv -lms 100 > "$out/clocks.csv" 2>&1 &
 smi=$!
+
+# The bitwise gate: lines containing "hashes" from each variant, compared with the first's.
+if [ -n "${HASH_FILTER:-}" ]; then
+  ref="" kept="" kept_check=""
+  for v in $variants; do
+    : > "$out/hashes_$v.txt"
+    for o in ${HASH_OFFSETS:-0}; do
+      KDA_HASH_SEED_OFFSET=$o timeout "${TEST_TIMEOUT:-120}" "$dir/$v/cakegrad_gpu_${family}_tests" \
+        --gtest_filter="$HASH_FILTER" 2>&1 | grep 'hashes' | sed "s/^/offset $o: /" >> "$out/hashes_$v.txt"
+    done
+    if [ ! -s "$out/hashes_$v.txt" ]; then
+      echo "$v: no hash lines: dropped"
+    elif [ -z "$ref" ]; then
+      ref=$v kept=$v
+      echo "$v: reference ($(wc -l < "$out/hashes_$v.txt") lines)"
+    elif cmp -s "$out/hashes_$ref.txt" "$out/hashes_$v.txt"; then
+      kept="$kept $v"
+      echo "$v: hash lines EQUAL $ref's"
+    else
+      echo "$v: hash lines DIFFER from $ref's: dropped"
+    fi
+  done > "$out/hash_gate.txt"
+  cat "$out/hash_gate.txt"
+  for v in $check; do case " $kept " in *" $v "*) kept_check="$kept_check $v" ;; esac; done
+  variants=$kept check=$kept_check
+fi
 
 bench="$out/bench.txt"
 for ((r = 1; r <= rounds; ++r)); do
