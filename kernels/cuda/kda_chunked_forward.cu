@@ -39,6 +39,7 @@
 #include "kda_mma.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
+#include "per_device_memo.h"
 #include "tensor_map.h"
 #endif
 
@@ -1537,7 +1538,8 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   constexpr int kSmem = kStateSmemBytes<kRows, true>;
   static_assert(kSmem == (kRows == 16 ? 222256 : kRows == 32 ? 201776 : 220224), "layout sizes");
   static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
-  static std::atomic<uint64_t> done{0}, asked{0}, fits{0};
+  static std::atomic<uint64_t> done{0};
+  static PerDeviceMemo resident_clusters;
   Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
   if (!st.ok()) return st;
   cudaLaunchAttribute attr[1];
@@ -1557,22 +1559,20 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   if (err != cudaSuccess) {
     return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
   }
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  const bool known = bit != 0 && (asked.load(std::memory_order_acquire) & bit) != 0;
-  bool fit = known && (fits.load(std::memory_order_acquire) & bit) != 0;
-  if (!known) {
-    int clusters = 0;
-    err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
-    if (err != cudaSuccess) {
-      return Internal(std::string("kda: cudaOccupancyMaxActiveClusters (the chunk state pass): ") +
-                      cudaGetErrorString(err));
-    }
-    fit = clusters >= 1;
-    if (fit) fits.fetch_or(bit, std::memory_order_acq_rel);  // before `asked`, read after it
-    asked.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  int clusters = 0;
+  const Status queried = resident_clusters.Get(
+      dev,
+      [&](int* n) {
+        const cudaError_t e = cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
+        if (e == cudaSuccess) return OkStatus();
+        return Internal(
+            std::string("kda: cudaOccupancyMaxActiveClusters (the chunk state pass): ") +
+            cudaGetErrorString(e));
+      },
+      &clusters);
+  if (!queried.ok()) return queried;
   // The maps need 16-byte aligned rows; every record offset is (kRecBytes is).
-  if (!fit || reinterpret_cast<uintptr_t>(ws) % 16 != 0) {
+  if (clusters < 1 || reinterpret_cast<uintptr_t>(ws) % 16 != 0) {
     return LaunchStateAs<kRows, false>(a, ws, stream);
   }
   McMaps maps;

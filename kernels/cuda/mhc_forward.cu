@@ -9,12 +9,12 @@
 // (MhcFnSplitKernel, into the forward workspace) and the stats kernel stages it with cp.async, one
 // chunk ahead; the cluster kernel splits its own register fragments.
 
-#include <atomic>
 #include <string>
 
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 #include "mhc_tensor_map.h"
+#include "per_device_memo.h"
 
 namespace cakegrad::kernels {
 namespace mhc_cuda {
@@ -1106,32 +1106,25 @@ Status PrepareClusterKernel(const char* name, int* max_clusters) {
 }
 
 // Resident 16-CTA clusters of the cluster kernel on the current device (0: the path is off, as
-// it is for C other than 4096).
-// The query runs once per device: it costs host time on every call otherwise, and its answer
-// depends on the device alone. (The attributes it sets are per device too, set before it.)
-constexpr int kMaxDevices = 64;
-std::atomic<int> g_active_clusters[kMaxDevices];  // 0: not queried yet, else clusters + 1
+// it is for C other than 4096), asked once per device (the attributes the query sets are per
+// device too, set before it).
+PerDeviceMemo g_active_clusters;
 
 Status ActiveClusters(const char* name, int64_t C, int* clusters) {
   *clusters = 0;
   if (C != ClusterTr::kC) return OkStatus();
   int device = 0;
   MHC_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), name));
-  std::atomic<int>* cached =
-      device >= 0 && device < kMaxDevices ? &g_active_clusters[device] : nullptr;
-  if (cached != nullptr) {
-    const int v = cached->load(std::memory_order_relaxed);
-    if (v > 0) {
-      *clusters = v - 1;
-      return OkStatus();
-    }
-  }
-  int with_u = 0, without_u = 0;
-  MHC_RETURN_IF_ERROR(PrepareClusterKernel<true>(name, &with_u));
-  MHC_RETURN_IF_ERROR(PrepareClusterKernel<false>(name, &without_u));
-  *clusters = with_u < without_u ? with_u : without_u;
-  if (cached != nullptr) cached->store(*clusters + 1, std::memory_order_relaxed);
-  return OkStatus();
+  return g_active_clusters.Get(
+      device,
+      [name](int* n) {
+        int with_u = 0, without_u = 0;
+        MHC_RETURN_IF_ERROR(PrepareClusterKernel<true>(name, &with_u));
+        MHC_RETURN_IF_ERROR(PrepareClusterKernel<false>(name, &without_u));
+        *n = with_u < without_u ? with_u : without_u;
+        return OkStatus();
+      },
+      clusters);
 }
 
 Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, const float* scale,
