@@ -886,18 +886,19 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // kCheckpoint: the chunked backward's recompute (a.checkpoints non-null), which stores every
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
-// kMc: the forward pass (16, 32 or 64 rows) launched as 2-CTA clusters (McBarriers, McMaps): the
-// record operands common to the slices arrive by TMA multicast on mbarriers, issued by one thread
-// of each CTA.
+// kMc: the pass (16, 32 or 64 rows; forward or checkpoint) launched as 2-CTA clusters
+// (McBarriers, McMaps): the record operands common to the slices arrive by TMA multicast on
+// mbarriers, issued by one thread of each CTA. The checkpoint instance still receives Q Gam and M,
+// which only its (dead) o products read: the copies keep the forward's schedule and barriers.
 template <int kRows, bool kCheckpoint, bool kMc = false>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
                         const __grid_constant__ McParam<kMc> maps = {}) {
   using Tr = StateTraits<kRows>;
-  static_assert(!kMc || (kRows == 16 && !kCheckpoint && Tr::kStages == 2 && Tr::kOWarps) ||
-                    (kRows == 64 && !kCheckpoint && Tr::kStages == 1 && Tr::kOWarps) ||
-                    (kRows == 32 && !kCheckpoint && Tr::kStages == 1 && !Tr::kOWarps),
-                "multicast: the 16-row (double-buffered group 1), 32- or 64-row forward");
+  static_assert(!kMc || (kRows == 16 && Tr::kStages == 2 && Tr::kOWarps) ||
+                    (kRows == 64 && Tr::kStages == 1 && Tr::kOWarps) ||
+                    (kRows == 32 && Tr::kStages == 1 && !Tr::kOWarps),
+                "multicast: the 16-row (double-buffered group 1), 32- or 64-row pass");
   // The 64-row layout (McSmem<64>): -W single, M apart from Kdec^T with its own barriers.
   constexpr bool kMc64 = kMc && kRows == 64;
   // The 32-row layout (McSmem<32>): -W and Q Gam single, Kdec^T | M as at 16 rows; the copies
@@ -1528,13 +1529,13 @@ Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t
                         CU_TENSOR_MAP_SWIZZLE_128B, "kda: the chunk records' tensor map");
 }
 
-// The forward pass (every width) as 2-CTA clusters (kMc); the plain launch where the device cannot
-// hold one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or the workspace
-// is not 16-byte aligned.
-template <int kRows>
+// The pass (every width, forward or checkpoint) as 2-CTA clusters (kMc); the plain launch where the
+// device cannot hold one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or
+// the workspace is not 16-byte aligned.
+template <int kRows, bool kCheckpoint>
 Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
   using Tr = StateTraits<kRows>;
-  const auto kernel = KdaChunkStateKernel<kRows, false, true>;
+  const auto kernel = KdaChunkStateKernel<kRows, kCheckpoint, true>;
   constexpr int kSmem = kStateSmemBytes<kRows, true>;
   static_assert(kSmem == (kRows == 16 ? 222256 : kRows == 32 ? 201776 : 220224), "layout sizes");
   static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
@@ -1573,7 +1574,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   if (!queried.ok()) return queried;
   // The maps need 16-byte aligned rows; every record offset is (kRecBytes is).
   if (clusters < 1 || reinterpret_cast<uintptr_t>(ws) % 16 != 0) {
-    return LaunchStateAs<kRows, false>(a, ws, stream);
+    return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
   }
   McMaps maps;
   const int64_t records = slots * a.s.H;
@@ -1592,8 +1593,8 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
 
 template <int kRows>
 Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
-  if (a.checkpoints != nullptr) return LaunchStateAs<kRows, true>(a, ws, stream);
-  return LaunchStateMc<kRows>(a, ws, slots, stream);
+  if (a.checkpoints != nullptr) return LaunchStateMc<kRows, true>(a, ws, slots, stream);
+  return LaunchStateMc<kRows, false>(a, ws, slots, stream);
 }
 
 template <int kThreads>

@@ -373,7 +373,7 @@ __device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], 
   Split3Pair(x[2], x[3], &hi[1], &mid[1], &lo[1]);
 }
 
-// ---- 2-CTA clusters: mbarriers and multicast copies (the forward state pass, every width) ----
+// ---- 2-CTA clusters: mbarriers and multicast copies (the state pass, every width) -------------
 // The two CTAs of a cluster each copy half of a chunk record's shared operands into both CTAs'
 // shared memory (TMA tiles and bulk copies, .multicast::cluster: L2 serves each byte once for the
 // two), completing on a "full" mbarrier at the same offset in each CTA; a CTA refills a buffer

@@ -5,13 +5,14 @@
 #include "cuda_host_shim.h"
 #include "fwd_emu.inc"
 
-// Records into ws, chunk-start states into a.checkpoints (16-row slices).
+// Records into ws, chunk-start states into a.checkpoints (16-row slices, as 2-CTA clusters like
+// the device's launch: the emulated CTA issues its peer's copies too).
 void EmuChunkedForwardCheckpoints(const FwdArgs& a, char* ws) {
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
   EmuLaunch({unsigned(slots), unsigned(a.s.H), 1}, kPrepThreads,
             [&] { KdaChunkPrepKernel<kPrepThreads>(a, ws); });
   EmuLaunch({unsigned(StateTraits<16>::kSlices), unsigned(a.s.H), unsigned(a.s.N)},
-            StateTraits<16>::kThreads, [&] { KdaChunkStateKernel<16, true>(a, ws); });
+            StateTraits<16>::kThreads, [&] { KdaChunkStateKernel<16, true, true>(a, ws); });
 }
 
 }  // namespace kda_cuda

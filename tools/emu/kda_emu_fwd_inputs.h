@@ -123,11 +123,16 @@ void EmuStatePass(int rows, const cakegrad::kernels::kda_cuda::FwdArgs& f, char*
   auto launch = [&](auto r) {
     constexpr int kRows = decltype(r)::value;
     using Tr = kc::StateTraits<kRows>;
-    // The forward passes as the device launches them: the 2-CTA cluster instance (kMc), its
+    // The passes as the device launches them: the 2-CTA cluster instance (kMc), its
     // copies all issued by the emulated CTA, where the staged revision has one (at 32 rows: where
-    // it defines McSmem<32>).
+    // it defines McSmem<32>; the checkpoint pass: KDA_EMU_MC_CHECKPOINT, kda_emu_sources.sh).
     constexpr bool kMc32 = kRows == 32 && requires { sizeof(kc::McSmem<kRows>); };
-    if constexpr ((kRows == 16 || kRows == 64 || kMc32) && !kCheckpoint &&
+#ifdef KDA_EMU_MC_CHECKPOINT
+    constexpr bool kMcHere = true;
+#else
+    constexpr bool kMcHere = !kCheckpoint;
+#endif
+    if constexpr ((kRows == 16 || kRows == 64 || kMc32) && kMcHere &&
                   requires { &kc::KdaChunkStateKernel<kRows, kCheckpoint, true>; }) {
       EmuLaunch({unsigned(Tr::kSlices), unsigned(f.s.H), unsigned(f.s.N)}, Tr::kThreads,
                 [&] { kc::KdaChunkStateKernel<kRows, kCheckpoint, true>(f, ws); });

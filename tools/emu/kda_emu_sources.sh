@@ -18,10 +18,14 @@ stage_sources() {
 }
 # build_driver OUT TAG DRIVER EXE [SOURCES...]: DRIVER against the staged version (its own
 # kda_*.cuh first, then the tree's other headers), as OUT/TAG/EXE.
+# Revisions whose checkpoint pass runs as 2-CTA clusters too get KDA_EMU_MC_CHECKPOINT (earlier
+# ones reject that instance: kda_emu_fwd_inputs.h then runs it plain, as their device did).
 build_driver() {
-  local out=$1 tag=$2 driver=$3 exe=$4
+  local out=$1 tag=$2 driver=$3 exe=$4 defs=()
   shift 4
-  g++ -std=c++20 -O2 -w -I"$out/$tag/src" -Ikernels/include -Ikernels -Ikernels/cuda \
+  grep -q "LaunchStateMc<kRows, true>" "$out/$tag/src/kda_chunked_forward.cu" &&
+    defs+=(-DKDA_EMU_MC_CHECKPOINT)
+  g++ -std=c++20 -O2 -w "${defs[@]}" -I"$out/$tag/src" -Ikernels/include -Ikernels -Ikernels/cuda \
     -I/usr/local/cuda/include -Itools/emu -I"$out/$tag" "$driver" "$@" -o "$out/$tag/$exe" \
     -lpthread
 }
