@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "cakegrad/kernels/kda.h"
@@ -300,9 +301,29 @@ Status AllowSmem(Kernel kernel, int bytes, std::atomic<uint64_t>* done, const ch
   return OkStatus();
 }
 
+// The kernels read and write the 128-wide rows (q, k, v, g, o, dO and their gradients), the
+// states, dt_bias / ddt_bias and the workspace in 8- and 16-byte pieces: a misaligned pointer
+// would fault on the device, which poisons the context for every later call (the daemon's too).
+// Legitimate views of those tensors are 256-byte aligned at least; beta, A_log and their
+// gradients are read element by element and need only their dtype's alignment.
+struct NamedPointer {
+  const char* name;
+  const void* p;
+};
+inline Status CheckAligned16(std::initializer_list<NamedPointer> pointers) {
+  for (const NamedPointer& x : pointers) {
+    if (x.p != nullptr && (reinterpret_cast<uintptr_t>(x.p) & 15u) != 0) {
+      return InvalidArgument(std::string("kda: ") + x.name +
+                             " must be 16-byte aligned (the kernels access it in 16-byte pieces)");
+    }
+  }
+  return OkStatus();
+}
+
 // The backward's host checks shared by the sequential and the chunked backward: shape and
-// scalars (MakeShape), required pointers, and the workspace against KdaBackwardWorkspaceBytes
-// (the larger of the two layouts, so one buffer serves either backward).
+// scalars (MakeShape), required pointers, their alignment, and the workspace against
+// KdaBackwardWorkspaceBytes (the larger of the two layouts, so one buffer serves either
+// backward).
 inline Status CheckBackwardParams(const KdaBwdParams& p, KdaShape* s) {
   Status st = MakeShape(p.B, p.T, p.H, p.num_docs, p.cu_seqlens, p.seqlens_dtype, p.scale,
                         p.lower_bound, p.device_status, s);
@@ -317,6 +338,22 @@ inline Status CheckBackwardParams(const KdaBwdParams& p, KdaShape* s) {
       p.dinitial_state == nullptr) {
     return InvalidArgument("kda: A_log, dt_bias, dA_log, ddt_bias, dinitial_state are required");
   }
+  const Status aligned = CheckAligned16({{"q", p.q},
+                                         {"k", p.k},
+                                         {"v", p.v},
+                                         {"g", p.g},
+                                         {"d_o", p.d_o},
+                                         {"dq", p.dq},
+                                         {"dk", p.dk},
+                                         {"dv", p.dv},
+                                         {"dg", p.dg},
+                                         {"dt_bias", p.dt_bias},
+                                         {"ddt_bias", p.ddt_bias},
+                                         {"initial_state", p.initial_state},
+                                         {"dfinal_state", p.dfinal_state},
+                                         {"dinitial_state", p.dinitial_state},
+                                         {"workspace", p.workspace}});
+  if (!aligned.ok()) return aligned;
   const int64_t need = KdaBackwardWorkspaceBytes(p.B, p.T, p.H, p.num_docs);
   if (p.workspace == nullptr || p.workspace_bytes < need) {
     return ResourceExhausted("kda: backward workspace needs " + std::to_string(need) +

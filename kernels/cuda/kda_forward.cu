@@ -251,6 +251,16 @@ Status KdaForwardCuda(const KdaFwdParams& p, cudaStream_t stream) {
   if (p.A_log == nullptr || p.dt_bias == nullptr) {
     return InvalidArgument("kda: A_log and dt_bias are required");
   }
+  const Status aligned = kda_cuda::CheckAligned16({{"q", p.q},
+                                                   {"k", p.k},
+                                                   {"v", p.v},
+                                                   {"g", p.g},
+                                                   {"o", p.o},
+                                                   {"dt_bias", p.dt_bias},
+                                                   {"initial_state", p.initial_state},
+                                                   {"final_state", p.final_state},
+                                                   {"workspace", p.workspace}});
+  if (!aligned.ok()) return aligned;
   a.q = p.q;
   a.k = p.k;
   a.v = p.v;

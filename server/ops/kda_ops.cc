@@ -139,11 +139,14 @@ k::Status LaunchBackward(const BoundCall& call, const LaunchContext& ctx) {
 
 std::vector<OpSpec> KdaOps() {
   const Dim B = Sym("B"), T = Sym("T"), H = Sym("H"), N = Sym("N"), D = Lit(k::kKdaHeadDim);
+  // The kernels access the 128-wide rows, the states, dt_bias and the workspace in 16-byte
+  // pieces (kda_common.cuh, CheckAligned16): a misaligned one is refused here, on either backend.
+  constexpr uint64_t kVec = 16;
   auto token = [&](const char* name, Role role) {
-    return TensorSpec{name, role, kBf16, {B, T, H, D}};
+    return TensorSpec{name, role, kBf16, {B, T, H, D}, kVec};
   };
   auto state = [&](const char* name, Role role) {
-    return TensorSpec{name, role, kFp32, {N, H, D, D}};
+    return TensorSpec{name, role, kFp32, {N, H, D, D}, kVec};
   };
   const std::vector<TensorSpec> inputs = {
       token("q", Role::kInput),
@@ -152,7 +155,7 @@ std::vector<OpSpec> KdaOps() {
       token("g", Role::kInput),
       {"beta", Role::kInput, kBf16, {B, T, H}},
       {"a_log", Role::kInput, kFp32, {H}},
-      {"dt_bias", Role::kInput, kFp32, {H, D}},
+      {"dt_bias", Role::kInput, kFp32, {H, D}, kVec},
       // cu_seqlens before any state, so N is bound from the documents when they are packed.
       {"cu_seqlens", Role::kOptionalInput, kOffsets, {Sym("N", 1, 1)}},
       state("initial_state", Role::kOptionalInput),
@@ -167,7 +170,7 @@ std::vector<OpSpec> KdaOps() {
                  LaunchForward,
                  kHasCuda,
                  CanonicalOptions<v1::KdaForwardRequest>};
-  forward.tensors.push_back({"workspace", Role::kWorkspace, {}, {}});
+  forward.tensors.push_back({"workspace", Role::kWorkspace, {}, {}, kVec});
   forward.tensors.push_back(token("o", Role::kOutput));
   forward.tensors.push_back(state("final_state", Role::kOutput));
 
@@ -183,11 +186,11 @@ std::vector<OpSpec> KdaOps() {
                   CanonicalOptions<v1::KdaBackwardRequest>};
   for (TensorSpec t :
        {token("do", Role::kInput), state("dfinal_state", Role::kOptionalInput),
-        TensorSpec{"workspace", Role::kWorkspace, {}, {}}, token("dq", Role::kOutput),
+        TensorSpec{"workspace", Role::kWorkspace, {}, {}, kVec}, token("dq", Role::kOutput),
         token("dk", Role::kOutput), token("dv", Role::kOutput), token("dg", Role::kOutput),
         TensorSpec{"dbeta", Role::kOutput, kBf16, {B, T, H}},
         TensorSpec{"da_log", Role::kOutput, kFp32, {H}},
-        TensorSpec{"ddt_bias", Role::kOutput, kFp32, {H, D}},
+        TensorSpec{"ddt_bias", Role::kOutput, kFp32, {H, D}, kVec},
         state("dinitial_state", Role::kOutput)}) {
     backward.tensors.push_back(std::move(t));
   }

@@ -43,6 +43,9 @@ struct TensorSpec {
   Role role;
   std::vector<DType> dtypes;
   std::vector<Dim> shape;  // ignored for kWorkspace (1-D, any length)
+  // Bytes the tensor's address must be a multiple of where the kernels need more than the dtype's
+  // size (vector accesses); 0: the dtype's size.
+  uint64_t align = 0;
 };
 
 // A tensor after validation: where it is and what it holds.

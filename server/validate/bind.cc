@@ -1,5 +1,7 @@
 #include "validate/bind.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -197,11 +199,19 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
           op.name, ": ", spec.name, " lies in a ", RegionKindName(region.kind),
           " region, but this daemon computes on ", RegionKindName(options.memory), " memory"));
     }
-    const uint64_t align = static_cast<uint64_t>(kernels::DTypeBytes(bound.dtype));
-    if (ref.offset() % align != 0) {
-      return Invalid(op, spec.name,
-                     absl::StrCat("is misaligned: offset ", ref.offset(), " is not a multiple of ",
-                                  align, " (", kernels::DTypeName(bound.dtype), ")"));
+    const uint64_t dtype_align = static_cast<uint64_t>(kernels::DTypeBytes(bound.dtype));
+    const uint64_t align = std::max(dtype_align, spec.align);
+    // The address, not only the offset: a region need not start on the boundary (uintptr_t
+    // wraps modulo 2^64, a multiple of align, so the sum's remainder is still exact).
+    const uintptr_t address = reinterpret_cast<uintptr_t>(region.range.base) + ref.offset();
+    if (ref.offset() % align != 0 || address % align != 0) {
+      return Invalid(
+          op, spec.name,
+          absl::StrCat("is misaligned: offset ", ref.offset(), " in region ", region.id,
+                       " is not at a multiple of ", align, " bytes (",
+                       align > dtype_align ? "the kernels access it in pieces of that size"
+                                           : kernels::DTypeName(bound.dtype),
+                       ")"));
     }
     if (!RangeInside(ref.offset(), bound.bytes, region.range.size)) {
       return Invalid(op, spec.name,

@@ -977,6 +977,36 @@ TEST(KdaKernels, RejectsBadArgumentsWithoutLaunching) {
   f = pr.Fwd();
   f.scale = -1.0f;
   EXPECT_EQ(KdaForwardCuda(f, nullptr).code(), StatusCode::kInvalidArgument);
+  // Pointers the kernels access in 16-byte pieces, off by an element (or 8 bytes of workspace):
+  // rejected by name before any launch, where the launch would fault and poison the context.
+  auto rejects = [](const Status& st, const std::string& name) {
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(st.message().find("kda: " + name + " must be 16-byte aligned"), std::string::npos)
+        << st.message();
+  };
+  f = pr.Fwd();
+  f.q += 1;
+  rejects(KdaForwardCuda(f, nullptr), "q");
+  f = pr.Fwd();
+  f.final_state += 1;
+  rejects(KdaForwardCuda(f, nullptr), "final_state");
+  f = pr.Fwd();
+  f.workspace = static_cast<char*>(f.workspace) + 8;
+  rejects(KdaForwardCuda(f, nullptr), "workspace");
+  for (auto algorithm : {KdaBackwardAlgorithm::kSequential, KdaBackwardAlgorithm::kChunked}) {
+    b = pr.Bwd();
+    b.algorithm = algorithm;
+    b.dv += 1;
+    rejects(KdaBackwardCuda(b, nullptr), "dv");
+    b = pr.Bwd();
+    b.algorithm = algorithm;
+    b.dinitial_state += 1;
+    rejects(KdaBackwardCuda(b, nullptr), "dinitial_state");
+    b = pr.Bwd();
+    b.algorithm = algorithm;
+    b.workspace = static_cast<char*>(b.workspace) + 8;
+    rejects(KdaBackwardCuda(b, nullptr), "workspace");
+  }
   CUDA_ASSERT_OK(cudaDeviceSynchronize());
 }
 

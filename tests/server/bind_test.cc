@@ -304,6 +304,34 @@ TEST_F(BindTest, KdaRules) {
   *head_dim.mutable_k() = Ref(v1::BF16, {2, 5, 3, 64});
   EXPECT_THAT(std::string(BindStatus("kda_forward", head_dim).message()),
               HasSubstr("k must have shape [B, T, H, 128]"));
+
+  // The kernels access the 128-wide rows, the states, dt_bias and the workspace in 16-byte
+  // pieces: an offset that suits the dtype but not those pieces is refused by name; beta keeps
+  // its dtype's alignment.
+  auto q_off = r;
+  q_off.mutable_q()->set_offset(r.q().offset() + 2);
+  absl::Status s = BindStatus("kda_forward", q_off);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("q is misaligned: offset " + std::to_string(r.q().offset() + 2)));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("multiple of 16 bytes (the kernels access it in pieces of that size)"));
+  auto state_off = r;
+  state_off.mutable_final_state()->set_offset(r.final_state().offset() + 4);
+  EXPECT_THAT(std::string(BindStatus("kda_forward", state_off).message()),
+              HasSubstr("final_state is misaligned"));
+  auto ws = r;
+  *ws.mutable_workspace() = Ref(v1::UINT8, {4096});
+  EXPECT_TRUE(BindStatus("kda_forward", ws).ok()) << BindStatus("kda_forward", ws);
+  ws.mutable_workspace()->set_offset(ws.workspace().offset() + 8);
+  EXPECT_THAT(std::string(BindStatus("kda_forward", ws).message()),
+              HasSubstr("workspace is misaligned"));
+  auto beta_off = r;
+  beta_off.mutable_beta()->set_offset(r.beta().offset() + 2);
+  EXPECT_TRUE(BindStatus("kda_forward", beta_off).ok()) << BindStatus("kda_forward", beta_off);
+  beta_off.mutable_beta()->set_offset(beta_off.beta().offset() + 1);
+  EXPECT_THAT(std::string(BindStatus("kda_forward", beta_off).message()),
+              HasSubstr("multiple of 2 bytes (bfloat16)"));
 }
 
 TEST_F(BindTest, CallRunsOnTheGpuOfItsTensorsAndNeverSpansTwo) {
