@@ -172,16 +172,21 @@ using Dims = absl::flat_hash_map<std::string, int64_t>;
 
 std::vector<OpSpec> MhcOps() {
   const Dim T = Sym("T"), C = Sym("C"), C4 = Sym("C", 4), Four = Lit(k::kMhcStreams);
-  const TensorSpec x{"x", Role::kInput, kBf16, {T, Four, C}};
-  const TensorSpec fn{"fn", Role::kInput, kFp32, {Lit(k::kMhcLogits), C4}};
+  // The tensors the CUDA kernels access in 16-byte pieces (mhc_common.cuh CheckVec, which refuses
+  // them misaligned): asked of both backends here, so that a request the host backend takes is
+  // one the cuda backend takes too. scale, base, their gradients and backward_finish's unread b
+  // keep their dtype's alignment.
+  constexpr uint64_t kVec = 16;
+  const TensorSpec x{"x", Role::kInput, kBf16, {T, Four, C}, kVec};
+  const TensorSpec fn{"fn", Role::kInput, kFp32, {Lit(k::kMhcLogits), C4}, kVec};
   const TensorSpec scale{"scale", Role::kInput, kFp32, {Lit(3)}};
   const TensorSpec base{"base", Role::kInput, kFp32, {Lit(k::kMhcLogits)}};
-  const TensorSpec stats_in{"stats", Role::kInput, kFp32, {T, Lit(k::kMhcStatsWidth)}};
-  const TensorSpec stats_out{"stats", Role::kOutput, kFp32, {T, Lit(k::kMhcStatsWidth)}};
+  const TensorSpec stats_in{"stats", Role::kInput, kFp32, {T, Lit(k::kMhcStatsWidth)}, kVec};
+  const TensorSpec stats_out{"stats", Role::kOutput, kFp32, {T, Lit(k::kMhcStatsWidth)}, kVec};
   auto forward_ws = [](const Dims& d) { return k::MhcForwardWorkspaceBytes(d.at("T"), d.at("C")); };
   return {
       {"mhc_forward_prepare",
-       {x, fn, scale, base, {"u", Role::kOutput, kBf16, {T, C}}, stats_out},
+       {x, fn, scale, base, {"u", Role::kOutput, kBf16, {T, C}, kVec}, stats_out},
        CheckWithOptions<v1::MhcForwardPrepareRequest>,
        forward_ws,
        LaunchForwardPrepare,
@@ -195,7 +200,10 @@ std::vector<OpSpec> MhcOps() {
        kHasCuda,
        CanonicalOptions<v1::MhcForwardStatsRequest>},
       {"mhc_forward_finish",
-       {x, {"b", Role::kInput, kBf16, {T, C}}, stats_in, {"y", Role::kOutput, kBf16, {T, Four, C}}},
+       {x,
+        {"b", Role::kInput, kBf16, {T, C}, kVec},
+        stats_in,
+        {"y", Role::kOutput, kBf16, {T, Four, C}, kVec}},
        CheckChannels,
        nullptr,
        LaunchForwardFinish,
@@ -203,11 +211,11 @@ std::vector<OpSpec> MhcOps() {
        nullptr},
       {"mhc_backward_prepare",
        {x,
-        {"dy", Role::kInput, kBf16, {T, Four, C}},
-        {"b", Role::kInput, kBf16, {T, C}},
+        {"dy", Role::kInput, kBf16, {T, Four, C}, kVec},
+        {"b", Role::kInput, kBf16, {T, C}, kVec},
         stats_in,
-        {"db", Role::kOutput, kBf16, {T, C}},
-        {"grad_stats", Role::kOutput, kFp32, {T, Lit(k::kMhcGradStatsWidth)}}},
+        {"db", Role::kOutput, kBf16, {T, C}, kVec},
+        {"grad_stats", Role::kOutput, kFp32, {T, Lit(k::kMhcGradStatsWidth)}, kVec}},
        CheckChannels,
        [](const Dims& d) { return k::MhcBackwardPrepareWorkspaceBytes(d.at("T"), d.at("C")); },
        LaunchBackwardPrepare,
@@ -215,17 +223,17 @@ std::vector<OpSpec> MhcOps() {
        nullptr},
       {"mhc_backward_finish",
        {x,
-        {"dy", Role::kInput, kBf16, {T, Four, C}},
-        {"du", Role::kInput, kBf16, {T, C}},
+        {"dy", Role::kInput, kBf16, {T, Four, C}, kVec},
+        {"du", Role::kInput, kBf16, {T, C}, kVec},
         {"b", Role::kOptionalInput, kBf16, {T, C}},
         fn,
         scale,
         base,
         stats_in,
-        {"grad_stats", Role::kInput, kFp32, {T, Lit(k::kMhcGradStatsWidth)}},
-        {"workspace", Role::kWorkspace, {}, {}},
-        {"dx", Role::kOutput, kBf16, {T, Four, C}},
-        {"dfn", Role::kOutput, kFp32, {Lit(k::kMhcLogits), C4}},
+        {"grad_stats", Role::kInput, kFp32, {T, Lit(k::kMhcGradStatsWidth)}, kVec},
+        {"workspace", Role::kWorkspace, {}, {}, kVec},
+        {"dx", Role::kOutput, kBf16, {T, Four, C}, kVec},
+        {"dfn", Role::kOutput, kFp32, {Lit(k::kMhcLogits), C4}, kVec},
         {"dscale", Role::kOutput, kFp32, {Lit(3)}},
         {"dbase", Role::kOutput, kFp32, {Lit(k::kMhcLogits)}}},
        CheckWithOptions<v1::MhcBackwardFinishRequest>,

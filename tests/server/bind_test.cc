@@ -263,6 +263,23 @@ TEST_F(BindTest, MhcRules) {
   *s.mutable_fn() = Ref(v1::FP32, {24, 256});
   EXPECT_THAT(std::string(BindStatus("mhc_forward_stats", s).message()),
               HasSubstr("fn must have shape [24, 4C] = [24, 1024], got [24, 256]"));
+
+  // What the CUDA kernels access in 16-byte pieces is refused misaligned on either backend;
+  // scale and base keep their dtype's alignment.
+  *s.mutable_fn() = Ref(v1::FP32, {24, 1024});
+  EXPECT_TRUE(BindStatus("mhc_forward_stats", s).ok()) << BindStatus("mhc_forward_stats", s);
+  auto x_off = s;
+  x_off.mutable_x()->set_offset(s.x().offset() + 2);
+  EXPECT_THAT(std::string(BindStatus("mhc_forward_stats", x_off).message()),
+              HasSubstr("x is misaligned: offset " + std::to_string(s.x().offset() + 2)));
+  auto stats_off = s;
+  stats_off.mutable_stats()->set_offset(s.stats().offset() + 8);
+  EXPECT_THAT(std::string(BindStatus("mhc_forward_stats", stats_off).message()),
+              HasSubstr("stats is misaligned"));
+  auto scale_off = s;
+  scale_off.mutable_scale()->set_offset(s.scale().offset() + 4);
+  EXPECT_TRUE(BindStatus("mhc_forward_stats", scale_off).ok())
+      << BindStatus("mhc_forward_stats", scale_off);
 }
 
 TEST_F(BindTest, KdaRules) {
