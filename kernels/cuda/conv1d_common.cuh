@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "aligned.h"
 #include "cakegrad/kernels/conv1d.h"
 #include "conv1d_traits.h"
 #include "cp_async.cuh"
@@ -316,10 +317,6 @@ __device__ __forceinline__ void RingDrain() {
 }
 
 // ---- host side ----
-
-inline bool Aligned(const void* p, int bytes) {
-  return (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes)) == 0;
-}
 
 // The widest BF16 vector every row of every activation tensor allows.
 inline int ChooseVec(int64_t C, const void* a, const void* b, const void* c) {

@@ -1573,7 +1573,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
       &clusters);
   if (!queried.ok()) return queried;
   // The maps need 16-byte aligned rows; every record offset is (kRecBytes is).
-  if (clusters < 1 || reinterpret_cast<uintptr_t>(ws) % 16 != 0) {
+  if (clusters < 1 || !Aligned(ws, 16)) {
     return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
   }
   McMaps maps;

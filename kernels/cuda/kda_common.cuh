@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "aligned.h"
 #include "cakegrad/kernels/kda.h"
 #include "reference/kda_layout.h"
 #ifndef CAKEGRAD_KDA_HOST_EMU
@@ -312,7 +313,7 @@ struct NamedPointer {
 };
 inline Status CheckAligned16(std::initializer_list<NamedPointer> pointers) {
   for (const NamedPointer& x : pointers) {
-    if (x.p != nullptr && (reinterpret_cast<uintptr_t>(x.p) & 15u) != 0) {
+    if (x.p != nullptr && !Aligned(x.p, 16)) {
       return InvalidArgument(std::string("kda: ") + x.name +
                              " must be 16-byte aligned (the kernels access it in 16-byte pieces)");
     }

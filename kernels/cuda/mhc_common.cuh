@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "aligned.h"
 #include "cakegrad/kernels/mhc.h"
 #include "cluster_sync.cuh"
 #include "cp_async.cuh"
@@ -143,8 +144,6 @@ inline Status CudaStatus(cudaError_t err, const char* what) {
   return OkStatus();
 }
 
-inline bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 inline Status CheckShapeAndIters(const char* name, int64_t T, int64_t C, int iters) {
   if (T < 0) return InvalidArgument(std::string(name) + ": T must be >= 0");
   if (C < kMhcMinC || C > kMhcMaxC || C % kMhcCAlign != 0) {
@@ -162,7 +161,7 @@ inline Status CheckShapeAndIters(const char* name, int64_t T, int64_t C, int ite
 // A device pointer the kernels read or write with 16-byte accesses.
 inline Status CheckVec(const char* name, const void* p, const char* what) {
   if (p == nullptr) return InvalidArgument(std::string(name) + ": " + what + " is null");
-  if (!Aligned16(p)) {
+  if (!Aligned(p, 16)) {
     return InvalidArgument(std::string(name) + ": " + what + " must be 16-byte aligned");
   }
   return OkStatus();
