@@ -141,7 +141,7 @@ std::vector<OpSpec> KdaOps() {
   const Dim B = Sym("B"), T = Sym("T"), H = Sym("H"), N = Sym("N"), D = Lit(k::kKdaHeadDim);
   // The kernels access the 128-wide rows, the states, dt_bias and the workspace in 16-byte
   // pieces (kda_common.cuh, CheckAligned16): a misaligned one is refused here, on either backend.
-  constexpr uint64_t kVec = 16;
+  constexpr uint64_t kVec = kVecAlign;
   auto token = [&](const char* name, Role role) {
     return TensorSpec{name, role, kBf16, {B, T, H, D}, kVec};
   };

@@ -176,7 +176,7 @@ std::vector<OpSpec> MhcOps() {
   // them misaligned): asked of both backends here, so that a request the host backend takes is
   // one the cuda backend takes too. scale, base, their gradients and backward_finish's unread b
   // keep their dtype's alignment.
-  constexpr uint64_t kVec = 16;
+  constexpr uint64_t kVec = kVecAlign;
   const TensorSpec x{"x", Role::kInput, kBf16, {T, Four, C}, kVec};
   const TensorSpec fn{"fn", Role::kInput, kFp32, {Lit(k::kMhcLogits), C4}, kVec};
   const TensorSpec scale{"scale", Role::kInput, kFp32, {Lit(3)}};

@@ -47,6 +47,8 @@ struct TensorSpec {
   // size (vector accesses); 0: the dtype's size.
   uint64_t align = 0;
 };
+// TensorSpec::align of the tensors a family's CUDA kernels access in 16-byte pieces.
+constexpr uint64_t kVecAlign = 16;
 
 // A tensor after validation: where it is and what it holds.
 struct BoundTensor {
