@@ -16,11 +16,10 @@
 //    the FP32 chunk-start states S0 per chunk slot (the state pass in BF16x3 on mma.sync, as the
 //    forward; no output written).
 // 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16, 32 or 64 state rows, head,
-//    document; the forward's wave rule), walking the chunks backwards with its dS slice in shared
-//    memory (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows, needs
-//    no S0, reads the record (split operands summed back to FP32: hi + lo is exact), the next
-//    chunk's operands loaded into registers while the current one computes; both products in
-//    register tiles (shared memory's return bandwidth bounds the step).
+//    document; the forward's wave rule), walking the chunks backwards with its dS slice in
+//    registers (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows,
+//    needs no S0; both products on mma.sync in BF16x3 (the state pass's precision), the record's
+//    operands staged by cp.async as they are stored (split).
 // 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product on
 //    mma.sync m16n8k16 with split BF16 operands (kda_mma.cuh): BF16x3 where the study allows it
 //    (U, dW, P and dU's state part), about FP32-exact where the result reaches the gate gradient
@@ -33,9 +32,6 @@
 //    short documents (bench/results/kda_h200.md, "dA_log tail").
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
-// Kernel 2 is still an FP32 CUDA-core loop (bench/results/kda_h200.md, "2026-11-29, fourth
-// session" and "Per-chunk kernel on tensor cores"): its outputs are bitwise the first version's,
-// every sum in the same order.
 #include <atomic>
 #include <string>
 
@@ -43,6 +39,9 @@
 #include "kda_chunked_forward.cuh"
 #include "kda_common.cuh"
 #include "kda_mma.cuh"
+#ifndef CAKEGRAD_KDA_HOST_EMU
+#include "cp_async.cuh"
+#endif
 
 namespace cakegrad::kernels {
 namespace kda_cuda {
@@ -99,17 +98,6 @@ __device__ __forceinline__ Rec RecordAt(const char* records, int64_t slot, int64
   return x;
 }
 
-// hi + lo of eight split operands (exact in FP32: lo's exponent is >= 8 below hi's) to dst.
-__device__ __forceinline__ void StoreJoined8(float* dst, uint4 hi, uint4 lo) {
-  auto join = [](uint32_t h, uint32_t l, int half) {
-    return half ? Bf16(h >> 16) + Bf16(l >> 16) : Bf16(h & 0xffff) + Bf16(l & 0xffff);
-  };
-  *reinterpret_cast<float4*>(dst) = make_float4(join(hi.x, lo.x, 0), join(hi.x, lo.x, 1),
-                                                join(hi.y, lo.y, 0), join(hi.y, lo.y, 1));
-  *reinterpret_cast<float4*>(dst + 4) = make_float4(join(hi.z, lo.z, 0), join(hi.z, lo.z, 1),
-                                                    join(hi.w, lo.w, 0), join(hi.w, lo.w, 1));
-}
-
 // dst[j * ld] = hi + lo of src[j], j < 8 (src 16-byte aligned): a transposed copy with one 16-byte
 // load per part; consecutive threads take consecutive dst columns (no bank conflicts) and read
 // rows 128 B apart, where one element per thread and row cost a sector per element.
@@ -127,130 +115,46 @@ __device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t
 
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
 
+// Per chunk, for the CTA's state rows j (dS slice, FP32 in registers; everything separable over j):
+//   dU^T = scale dO^T M + dS Kdec^T            dS0 = dS Gam_C + scale dO^T (Q Gam) + dU^T (-W)
+// on mma.sync, as the forward's state pass (U = Uv - W S0^T, S1 = S0 Gam_C + U^T Kdec) with the
+// roles of -W and Kdec^T swapped. The FP32 operands (dS, dU) are split in BF16 hi + lo (BF16x3,
+// the forward's state precision); the record's operands are stored split and dO is BF16, so the
+// dO products take two MMAs and are exact. The first version (an FP32 CUDA-core loop) took 3.7x
+// the forward's pass at (1, 32768, 16): per step 0.43 M FMAs per 16-row CTA at 128 a cycle, plus
+// the record staged as FP32 (bench/results/kda_h200.md, 2026-11-30).
 template <int kRowsT>
 struct ChainTraits {
-  static constexpr int kRows = kRowsT;  // state rows per CTA
-  static constexpr int kSlices = kDim / kRows;
-  static constexpr int kThreads = 256;
-  static constexpr int kDsStride = kDim + 1;    // dS rows read down a column: no bank conflicts
-  static constexpr int kColStride = kRows + 4;  // dO, dU rows: 16-byte aligned row blocks
-  // Both products are register tiles sized so that each value a thread loads from shared memory
-  // serves several FMAs: the step is bound by shared memory's return bandwidth (one 32-bit
-  // register per lane and cycle per SM; a warp-uniform float4 costs two cycles, a float4 run
-  // four). The first version's one-column dU items and one-key dS columns cost 0.75 and 0.63
-  // (16 rows) to 0.53 (64 rows) wavefronts per FFMA instruction; with the tiles, the 64-row
-  // chain's shared-load wavefronts halved and its time fell 34% (bench/results/kda_h200.md, kda21).
-  // dU: thread = (4 consecutive tokens 4 tb, kUj slice columns jb + 16 r), one item per thread;
-  // a warp's lanes share two token blocks (Kdec^T, M as warp-uniform-pair float4s) and read 16
-  // consecutive dS rows (stride kDsStride: 16 banks).
-  static constexpr int kTokBlocks = kChunk / 4;
-  static constexpr int kColBlocks = 16;
-  static constexpr int kUj = kRows / kColBlocks;
-  // dS: thread = (kRj consecutive rows, read as warp-uniform float4s, x kCk keys kg + kKeyGroups e,
-  // read as 32-bit runs: consecutive lanes take consecutive keys, so that the final read-modify-
-  // write of dS is conflict-free too); a warp shares its rows.
-  static constexpr int kRowsPerThread = kRows * kDim / kThreads;
-  static constexpr int kCk = kRows == 16 ? 2 : 4;
-  static constexpr int kRj = kRowsPerThread / kCk;
-  static constexpr int kKeyGroups = kDim / kCk;
-  // Record operands prefetched into registers one step ahead: 16-byte pieces of Q Gam, -W,
-  // Kdec^T (kRowPieces each) and M (kMPieces), hi and lo; dO of the slice as pairs of adjacent
-  // columns, one 32-bit register a pair (kDoPer per thread; a register per BF16 value put 64 B of
-  // stack on the 64-row instance).
-  static constexpr int kRowPieces = kChunk * kDim / 8 / kThreads;
-  static constexpr int kMPieces = kChunk * kChunk / 8 / kThreads;
-  static constexpr int kDoPer = kChunk * kRows / 2 / kThreads;
-  static_assert(kColBlocks * kTokBlocks == kThreads && kUj * kColBlocks == kRows, "dU items");
-  static_assert(kRj * kCk == kRowsPerThread && kRj % 4 == 0 && kKeyGroups % 32 == 0 &&
-                    (kThreads / kKeyGroups) * kRj == kRows,
-                "dS tiles: float4 row blocks, a warp's lanes within one row block");
-  static_assert(kRowPieces * kThreads * 8 == kChunk * kDim &&
-                    kMPieces * kThreads * 8 == kChunk * kChunk,
-                "whole pieces");
+  static constexpr int kRows = kRowsT;             // state rows per CTA
+  static constexpr int kSlices = kDim / kRows;     // CTAs per (document, head)
+  static constexpr int kTiles = kRows / 16;        // 16-row state tiles
+  static constexpr int kThreads = 128 * kTiles;    // warp = (state tile, token tile | K quarter)
+  static constexpr int kKStride = kDim + 8;        // BF16 rows over K: ldmatrix conflict-free
+  static constexpr int kTStride = kChunk + 8;      // BF16 rows over tokens: likewise
+  static constexpr int kOStride = kRows + 8;       // dO rows (the slice's columns): likewise
+  static constexpr int kOPieces = kRows * 2 / 16;  // 16-byte pieces of a dO row
+  // Group A (Kdec^T, M: the dU product's) is double-buffered where shared memory allows, so that
+  // chunk c - 2's copies fly during all of chunk c - 1; group B (-W, Q Gam, Gam_C: dS0's) is
+  // issued at the top of its own chunk, to land during the dU product. dO, read by both products,
+  // has two buffers of its own (chunk parity), filled with group B one chunk ahead.
+  static constexpr int kStagesA = kRows == 64 ? 1 : 2;
+  static_assert(kRows % 16 == 0 && kDim % kRows == 0, "16-row tiles, whole slices");
+  static_assert(kChunk == 4 * 16 && kDim == 4 * 32, "4 token tiles of 16, 4 K quarters of 32");
+  static_assert(kChunk * kOPieces == kThreads, "one dO piece per thread");
 };
 
-// The chain's shared memory: the chunk's record operands in FP32 (hi + lo), stored once per
-// step from registers and read as float4 runs, plus the dS slice and the slice's dO and dU
-// columns.
 template <int kRows>
 struct ChainSmem {
   using Tr = ChainTraits<kRows>;
-  float qg[kChunk][kDim];                         // Q Gam [t][k]
-  float nw[kChunk][kDim];                         // -W [t][k]
-  float kdt[kDim][kChunk];                        // Kdec^T [k][t]
-  float m[kChunk][kChunk];                        // M [s][t]
-  float ds[kRows][Tr::kDsStride];                 // dS slice: dS1 of the chunk walked
-  alignas(16) float dob[kChunk][Tr::kColStride];  // dO, this slice's columns, unscaled
-  alignas(16) float du[kChunk][Tr::kColStride];   // dU, this slice's columns
-  float gc[kDim];                                 // Gam_C
+  // Kdec^T hi [128][64], lo, then M hi [64][64], lo: the record's 384 rows of 128 bytes, padded.
+  uint16_t kdm[Tr::kStagesA][2 * kDim + 2 * kChunk][Tr::kTStride];
+  uint16_t dob[2][kChunk][Tr::kOStride];  // dO [t][slice column], unscaled; buffer c % 2
+  // -W hi [64][128], lo, then Q Gam hi, lo: the record's 256 rows of 256 bytes, padded.
+  uint16_t wq[4 * kChunk][Tr::kKStride];
+  float gc[kDim];                      // Gam_C
+  uint16_t s[2][kRows][Tr::kKStride];  // dS slice [j][k], hi and lo
+  uint16_t u[2][kRows][Tr::kTStride];  // dU^T slice [j][t], hi and lo
 };
-
-// One chunk's operands in flight: loaded into registers while the previous chunk computes (the
-// L2 latency of ~30 dependent 16-byte loads per thread was paid in every step), then stored.
-template <int kRows>
-struct ChainPending {
-  using Tr = ChainTraits<kRows>;
-  uint4 hi[3][Tr::kRowPieces], lo[3][Tr::kRowPieces];
-  uint4 mhi[Tr::kMPieces], mlo[Tr::kMPieces];
-  uint32_t dob[Tr::kDoPer];
-  float gc;
-};
-
-template <int kRows>
-__device__ __forceinline__ void ChainIssue(const ChunkBwdArgs& a, int64_t slot, int64_t t0, int len,
-                                           int64_t h, int v0, int tid, ChainPending<kRows>& p) {
-  using Tr = ChainTraits<kRows>;
-  const Rec rec = RecordAt(a.records, slot, a.s.H, h);
-  const uint16_t* src[3] = {rec.qg, rec.negw, rec.kdt};
-#pragma unroll
-  for (int m = 0; m < 3; ++m) {
-#pragma unroll
-    for (int i = 0; i < Tr::kRowPieces; ++i) {
-      const int e = 8 * (tid + i * Tr::kThreads);
-      p.hi[m][i] = *reinterpret_cast<const uint4*>(src[m] + e);
-      p.lo[m][i] = *reinterpret_cast<const uint4*>(src[m] + e + kRowMatLo);
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < Tr::kMPieces; ++i) {
-    const int e = 8 * (tid + i * Tr::kThreads);
-    p.mhi[i] = *reinterpret_cast<const uint4*>(rec.m + e);
-    p.mlo[i] = *reinterpret_cast<const uint4*>(rec.m + e + kMLo);
-  }
-#pragma unroll
-  for (int i = 0; i < Tr::kDoPer; ++i) {
-    const int e = tid + i * Tr::kThreads, t = e / (kRows / 2), j = 2 * (e % (kRows / 2));
-    p.dob[i] =
-        t < len ? *reinterpret_cast<const uint32_t*>(a.d_o + ((t0 + t) * a.s.H + h) * kDim + v0 + j)
-                : 0u;
-  }
-  p.gc = tid < kDim ? rec.gamc[tid] : 0.f;
-}
-
-template <int kRows>
-__device__ __forceinline__ void ChainCommit(const ChainPending<kRows>& p, int tid,
-                                            ChainSmem<kRows>& sm) {
-  using Tr = ChainTraits<kRows>;
-  float* dst[3] = {&sm.qg[0][0], &sm.nw[0][0], &sm.kdt[0][0]};
-#pragma unroll
-  for (int m = 0; m < 3; ++m) {
-#pragma unroll
-    for (int i = 0; i < Tr::kRowPieces; ++i) {
-      StoreJoined8(dst[m] + 8 * (tid + i * Tr::kThreads), p.hi[m][i], p.lo[m][i]);
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < Tr::kMPieces; ++i) {
-    StoreJoined8(&sm.m[0][0] + 8 * (tid + i * Tr::kThreads), p.mhi[i], p.mlo[i]);
-  }
-#pragma unroll
-  for (int i = 0; i < Tr::kDoPer; ++i) {
-    const int e = tid + i * Tr::kThreads, t = e / (kRows / 2), j = 2 * (e % (kRows / 2));
-    sm.dob[t][j] = Bf16(static_cast<uint16_t>(p.dob[i] & 0xffffu));
-    sm.dob[t][j + 1] = Bf16(static_cast<uint16_t>(p.dob[i] >> 16));
-  }
-  if (tid < kDim) sm.gc[tid] = p.gc;
-}
 
 template <int kRows>
 __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
@@ -258,146 +162,219 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   using Tr = ChainTraits<kRows>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   ChainSmem<kRows>& sm = *reinterpret_cast<ChainSmem<kRows>*>(smem_raw);
-  const int v0 = blockIdx.x * Tr::kRows;
+  const int v0 = blockIdx.x * kRows;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
   const int64_t H = a.s.H;
-  const int tid = threadIdx.x;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, tq = lane & 3;
+  // State tile vt (rows 16 vt ..), and the warp's token tile (dU) and K quarter (dS0): mt.
+  const int vt = warp >> 2, mt = warp & 3;
   int64_t bos, eos;
   DocBounds(a.s, n, &bos, &eos);
   const int64_t chunks = (eos - bos + kChunk - 1) / kChunk;
-  const int64_t state_off = (n * H + h) * kDimSq + int64_t{v0} * kDim;
-  auto chunk_at = [&](int64_t c, int64_t* slot, int64_t* t0, int* len) {
-    *slot = bos / kChunk + n + c;
-    *t0 = bos + c * kChunk;
-    *len = static_cast<int>(min(int64_t{kChunk}, eos - *t0));
+  auto slot_of = [&](int64_t c) { return bos / kChunk + n + c; };
+  auto record = [&](int64_t c) { return a.records + (slot_of(c) * H + h) * kda_layout::kRecBytes; };
+  static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
+                    kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
+                "-W | Q Gam and Kdec^T | M adjacent in the record");
+
+  // Copies with compile-time trip counts and one piece index per thread (the forward's rule).
+  constexpr int kT = Tr::kThreads;
+  const int r8 = tid / 8, p8 = tid % 8, r16 = tid / 16, p16 = tid % 16;
+  const int ro = tid / Tr::kOPieces, po = tid % Tr::kOPieces;
+  auto load_a = [&](int64_t c, int b) {
+    const char* src = record(c) + kda_layout::kRecKdecT + r8 * kChunk * 2 + 16 * p8;
+#pragma unroll
+    for (int i = 0; i < (2 * kDim + 2 * kChunk) * 8 / kT; ++i) {
+      constexpr int kStep = kT / 8;
+      CpAsync<16>(&sm.kdm[b][r8 + i * kStep][8 * p8], src + i * kStep * kChunk * 2);
+    }
+  };
+  auto load_do = [&](int64_t c) {
+    const int64_t t0 = bos + c * kChunk;
+    const bool valid = t0 + ro < eos;  // dO of padding tokens: zeros
+    CpAsyncZfill<16>(&sm.dob[c & 1][ro][8 * po],
+                     a.d_o + ((valid ? t0 + ro : t0) * H + h) * kDim + v0 + 8 * po, valid);
+  };
+  auto load_b = [&](int64_t c) {
+    const char* rec = record(c);
+    const char* src = rec + kda_layout::kRecNegW + r16 * kDim * 2 + 16 * p16;
+#pragma unroll
+    for (int i = 0; i < 4 * kChunk * 16 / kT; ++i) {
+      constexpr int kStep = kT / 16;
+      CpAsync<16>(&sm.wq[r16 + i * kStep][8 * p16], src + i * kStep * kDim * 2);
+    }
+    if (tid < kDim / 4) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
 
-  ChainPending<kRows> pend;
+  // The warp's dS: rows 16 vt + g (+ 8), columns 32 mt + 8 nt + 2 tq (+ 1).
+  const int srow = 16 * vt + g;
+  const int64_t state_off = (n * H + h) * kDimSq + int64_t{v0} * kDim;
+  float st[4][4];
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int col = 32 * mt + 8 * nt + 2 * tq;
+    float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
+    if (a.dfinal_state != nullptr) {
+      x = *reinterpret_cast<const float2*>(a.dfinal_state + state_off + srow * kDim + col);
+      y = *reinterpret_cast<const float2*>(a.dfinal_state + state_off + (srow + 8) * kDim + col);
+    }
+    st[nt][0] = x.x;
+    st[nt][1] = x.y;
+    st[nt][2] = y.x;
+    st[nt][3] = y.y;
+  }
+  auto store_state = [&]() {  // split into sm.s: two column tiles per stmatrix
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {
+      uint32_t hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int nt = 2 * np + (i >> 1), hh = i & 1;
+        SplitPair(st[nt][2 * hh], st[nt][2 * hh + 1], &hi[i], &lo[i]);
+      }
+      Stm4<Tr::kKStride>(&sm.s[0][0][0], 16 * vt, 32 * mt + 16 * np, hi);
+      Stm4<Tr::kKStride>(&sm.s[1][0][0], 16 * vt, 32 * mt + 16 * np, lo);
+    }
+  };
+  auto write_state = [&](float* dst) {  // the FP32 slice, dst at its row v0
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      const int col = 32 * mt + 8 * nt + 2 * tq;
+      *reinterpret_cast<float2*>(dst + srow * kDim + col) = make_float2(st[nt][0], st[nt][1]);
+      *reinterpret_cast<float2*>(dst + (srow + 8) * kDim + col) = make_float2(st[nt][2], st[nt][3]);
+    }
+  };
+  store_state();
+  // dO^T tiles (A operands) from dO [t][j] by ldmatrix.trans: rows 16 vt .., tokens 16 ks ...
+  auto dot_frag = [&](int db, int ks, uint32_t(&x)[4]) {
+    LdmATP([&](int t, int q) { return &sm.dob[db][t][8 * q]; }, 16 * ks, 16 * vt, x);
+  };
+
+  // Commits: A(C - 1) with dO(C - 1), [A(C - 2),] B(C - 1) with dO(C - 2); then per chunk c:
+  // B(c) with dO(c - 1) (c < C - 1) after the top barrier, A(c - kStagesA) after the middle one.
+  // The middle wait (all groups) also completes A(c - 1), issued a whole chunk earlier; the top
+  // wait covers the first chunk.
   if (chunks > 0) {
-    int64_t slot, t0;
-    int len;
-    chunk_at(chunks - 1, &slot, &t0, &len);
-    ChainIssue<kRows>(a, slot, t0, len, h, v0, tid, pend);
+    load_a(chunks - 1, 0);
+    load_do(chunks - 1);
+    CpAsyncCommit();
+    if constexpr (Tr::kStagesA == 2) {
+      if (chunks > 1) load_a(chunks - 2, 1);
+      CpAsyncCommit();
+    }
+    load_b(chunks - 1);
+    if (chunks > 1) load_do(chunks - 2);
+    CpAsyncCommit();
   }
-  for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
-    const int r = e / kDim, k = e % kDim;
-    sm.ds[r][k] = a.dfinal_state == nullptr ? 0.f : a.dfinal_state[state_off + r * kDim + k];
-  }
-  __syncthreads();
-
   for (int64_t c = chunks - 1; c >= 0; --c) {
-    int64_t slot, t0;
-    int len;
-    chunk_at(c, &slot, &t0, &len);
-    float* out = a.ds1 + (slot * H + h) * kDimSq + int64_t{v0} * kDim;
-    for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
-      out[e] = sm.ds[e / kDim][e % kDim];
+    const int b = Tr::kStagesA == 2 ? static_cast<int>((chunks - 1 - c) & 1) : 0;
+    const int db = static_cast<int>(c & 1);
+    write_state(a.ds1 + (slot_of(c) * H + h) * kDimSq + int64_t{v0} * kDim);
+    CpAsyncWait<Tr::kStagesA == 2 ? 2 : 0>();  // A(c)
+    __syncthreads();  // A(c) and the split dS visible; every warp is done with B(c + 1) and U
+    if (c < chunks - 1) {
+      load_b(c);
+      if (c > 0) load_do(c - 1);
     }
-    ChainCommit<kRows>(pend, tid, sm);
-    __syncthreads();
-    if (c > 0) {  // the next chunk's loads fly while this one computes
-      int64_t nslot, nt0;
-      int nlen;
-      chunk_at(c - 1, &nslot, &nt0, &nlen);
-      ChainIssue<kRows>(a, nslot, nt0, nlen, h, v0, tid, pend);
-    }
+    CpAsyncCommit();
 
-    // dU[t][j] = scale sum_{s >= t} M[s][t] dO[s][j] + sum_k Kdec[t][k] dS[j][k], tokens
-    // t = 4 tb .. 4 tb + 3 (M[s][t] = 0 for s < t, so s starts at the block's first token), columns
-    // j = jb + 16 r. Every output's two sums run in the first version's order (s up, k up).
+    // dU^T, token tile mt: dS Kdec^T (hi hi in x0, the cross terms in x1), then dO^T M over the
+    // token tiles ks >= mt (M[s][t] = 0 for s < t).
     {
-      const int jb = tid % Tr::kColBlocks, tb = tid / Tr::kColBlocks;
-      float4 a1[Tr::kUj], a2[Tr::kUj];
+      float x0[2][4], x1[2][4], y[2][4];
 #pragma unroll
-      for (int r = 0; r < Tr::kUj; ++r) a1[r] = a2[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
-      for (int s = 4 * tb; s < kChunk; ++s) {
-        const float4 mv = *reinterpret_cast<const float4*>(&sm.m[s][4 * tb]);
+      for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
-        for (int r = 0; r < Tr::kUj; ++r) {
-          const float d = sm.dob[s][jb + Tr::kColBlocks * r];
-          a1[r] = make_float4(fmaf(mv.x, d, a1[r].x), fmaf(mv.y, d, a1[r].y),
-                              fmaf(mv.z, d, a1[r].z), fmaf(mv.w, d, a1[r].w));
-        }
+        for (int i = 0; i < 4; ++i) x0[nt][i] = x1[nt][i] = y[nt][i] = 0.f;
       }
-#pragma unroll 4
-      for (int k = 0; k < kDim; ++k) {
-        const float4 kv = *reinterpret_cast<const float4*>(&sm.kdt[k][4 * tb]);
-#pragma unroll
-        for (int r = 0; r < Tr::kUj; ++r) {
-          const float d = sm.ds[jb + Tr::kColBlocks * r][k];
-          a2[r] = make_float4(fmaf(kv.x, d, a2[r].x), fmaf(kv.y, d, a2[r].y),
-                              fmaf(kv.z, d, a2[r].z), fmaf(kv.w, d, a2[r].w));
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < Tr::kUj; ++r) {
-        const int j = jb + Tr::kColBlocks * r;
-        sm.du[4 * tb][j] = fmaf(a.s.scale, a1[r].x, a2[r].x);
-        sm.du[4 * tb + 1][j] = fmaf(a.s.scale, a1[r].y, a2[r].y);
-        sm.du[4 * tb + 2][j] = fmaf(a.s.scale, a1[r].z, a2[r].z);
-        sm.du[4 * tb + 3][j] = fmaf(a.s.scale, a1[r].w, a2[r].w);
-      }
-    }
-    __syncthreads();
-
-    // dS0[j][k] = dS[j][k] Gam_C[k] + scale sum_t dO[t][j] QGam[t][k] + sum_t dU[t][j] (-W)[t][k]
-    // for rows j = j0 + r (r < kRj) and keys k = kg + kKeyGroups e (e < kCk), t up as before.
-    constexpr int kRj = Tr::kRj, kCk = Tr::kCk;
-    const int kg = tid % Tr::kKeyGroups, j0 = (tid / Tr::kKeyGroups) * kRj;
-    float x[kRj][kCk], y[kRj][kCk];
-#pragma unroll
-    for (int r = 0; r < kRj; ++r) {
-#pragma unroll
-      for (int e = 0; e < kCk; ++e) x[r][e] = y[r][e] = 0.f;
-    }
 #pragma unroll 2
-    for (int t = 0; t < kChunk; ++t) {
-      float q[kCk], w[kCk];
+      for (int ks = 0; ks < kDim / 16; ++ks) {
+        uint32_t ah[4], al[4], bh[2][2], bl[2][2];
+        LdmA<Tr::kKStride>(&sm.s[0][0][0], 16 * vt, 16 * ks, ah);
+        LdmA<Tr::kKStride>(&sm.s[1][0][0], 16 * vt, 16 * ks, al);
+        LdmBT4([&](int k, int q) { return &sm.kdm[b][k][8 * q]; }, 16 * ks, 16 * mt, bh[0], bh[1]);
+        LdmBT4([&](int k, int q) { return &sm.kdm[b][kDim + k][8 * q]; }, 16 * ks, 16 * mt, bl[0],
+               bl[1]);
 #pragma unroll
-      for (int e = 0; e < kCk; ++e) {
-        q[e] = sm.qg[t][kg + Tr::kKeyGroups * e];
-        w[e] = sm.nw[t][kg + Tr::kKeyGroups * e];
+        for (int nt = 0; nt < 2; ++nt) Mma3(x0[nt], x1[nt], x1[nt], ah, al, bh[nt], bl[nt]);
       }
 #pragma unroll
-      for (int i = 0; i < kRj; i += 4) {
-        const float4 d = *reinterpret_cast<const float4*>(&sm.dob[t][j0 + i]);
-        const float4 u = *reinterpret_cast<const float4*>(&sm.du[t][j0 + i]);
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks < mt) continue;
+        uint32_t d[4], bh[2][2], bl[2][2];
+        dot_frag(db, ks, d);
+        LdmBT4([&](int s, int q) { return &sm.kdm[b][2 * kDim + s][8 * q]; }, 16 * ks, 16 * mt,
+               bh[0], bh[1]);
+        LdmBT4([&](int s, int q) { return &sm.kdm[b][2 * kDim + kChunk + s][8 * q]; }, 16 * ks,
+               16 * mt, bl[0], bl[1]);
 #pragma unroll
-        for (int e = 0; e < kCk; ++e) {
-          x[i][e] = fmaf(d.x, q[e], x[i][e]);
-          x[i + 1][e] = fmaf(d.y, q[e], x[i + 1][e]);
-          x[i + 2][e] = fmaf(d.z, q[e], x[i + 2][e]);
-          x[i + 3][e] = fmaf(d.w, q[e], x[i + 3][e]);
-          y[i][e] = fmaf(u.x, w[e], y[i][e]);
-          y[i + 1][e] = fmaf(u.y, w[e], y[i + 1][e]);
-          y[i + 2][e] = fmaf(u.z, w[e], y[i + 2][e]);
-          y[i + 3][e] = fmaf(u.w, w[e], y[i + 3][e]);
+        for (int nt = 0; nt < 2; ++nt) {
+          Mma(y[nt], d, bh[nt]);
+          Mma(y[nt], d, bl[nt]);
+        }
+      }
+      uint32_t uh[4], ul[4];  // tile i: rows + 8 (i & 1), token columns + 8 (i >> 1)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int nt = i >> 1, e = 2 * (i & 1);
+        SplitPair(fmaf(a.s.scale, y[nt][e], x0[nt][e] + x1[nt][e]),
+                  fmaf(a.s.scale, y[nt][e + 1], x0[nt][e + 1] + x1[nt][e + 1]), &uh[i], &ul[i]);
+      }
+      Stm4<Tr::kTStride>(&sm.u[0][0][0], 16 * vt, 16 * mt, uh);
+      Stm4<Tr::kTStride>(&sm.u[1][0][0], 16 * vt, 16 * mt, ul);
+    }
+    CpAsyncWait<0>();  // B(c)
+    __syncthreads();   // dU^T complete; every warp is done with A(c) and the split dS
+    if (c >= Tr::kStagesA) load_a(c - Tr::kStagesA, b);
+    CpAsyncCommit();
+
+    // dS0, K quarter mt: dU^T (-W) (x0, x1) and dO^T (Q Gam) (y) over the 4 token tiles.
+    {
+      float x0[4][4], x1[4][4], y[4][4];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) x0[nt][i] = x1[nt][i] = y[nt][i] = 0.f;
+      }
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        uint32_t ah[4], al[4], d[4];
+        LdmA<Tr::kTStride>(&sm.u[0][0][0], 16 * vt, 16 * ks, ah);
+        LdmA<Tr::kTStride>(&sm.u[1][0][0], 16 * vt, 16 * ks, al);
+        dot_frag(db, ks, d);
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          uint32_t wh[2][2], wl[2][2], qh[2][2], ql[2][2];
+          const int k0 = 16 * ks, n0 = 32 * mt + 16 * np;
+          LdmBT4([&](int t, int q) { return &sm.wq[t][8 * q]; }, k0, n0, wh[0], wh[1]);
+          LdmBT4([&](int t, int q) { return &sm.wq[kChunk + t][8 * q]; }, k0, n0, wl[0], wl[1]);
+          LdmBT4([&](int t, int q) { return &sm.wq[2 * kChunk + t][8 * q]; }, k0, n0, qh[0], qh[1]);
+          LdmBT4([&](int t, int q) { return &sm.wq[3 * kChunk + t][8 * q]; }, k0, n0, ql[0], ql[1]);
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int nt = 2 * np + j;
+            Mma3(x0[nt], x1[nt], x1[nt], ah, al, wh[j], wl[j]);
+            Mma(y[nt], d, qh[j]);
+            Mma(y[nt], d, ql[j]);
+          }
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const float2 gk = *reinterpret_cast<const float2*>(&sm.gc[32 * mt + 8 * nt + 2 * tq]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          st[nt][i] = fmaf(st[nt][i], (i & 1) ? gk.y : gk.x,
+                           fmaf(a.s.scale, y[nt][i], x0[nt][i] + x1[nt][i]));
         }
       }
     }
-    float nv[kRj][kCk];
-#pragma unroll
-    for (int r = 0; r < kRj; ++r) {
-#pragma unroll
-      for (int e = 0; e < kCk; ++e) {
-        const int k = kg + Tr::kKeyGroups * e;
-        nv[r][e] = sm.ds[j0 + r][k] * sm.gc[k] + fmaf(a.s.scale, x[r][e], y[r][e]);
-      }
-    }
-    __syncthreads();  // every thread has read dS, dO, dU and the record of chunk c
-#pragma unroll
-    for (int r = 0; r < kRj; ++r) {
-#pragma unroll
-      for (int e = 0; e < kCk; ++e) sm.ds[j0 + r][kg + Tr::kKeyGroups * e] = nv[r][e];
-    }
-    __syncthreads();
+    store_state();  // every warp passed the middle barrier: no one still reads the old split
   }
   // dS0 of the first chunk (dfinal_state itself for an empty document).
-  for (int e = tid; e < Tr::kRows * kDim; e += Tr::kThreads) {
-    a.dinitial_state[state_off + e] = sm.ds[e / kDim][e % kDim];
-  }
+  write_state(a.dinitial_state + state_off);
 }
 
 // ---- kernel 3: the per-chunk gradients ---------------------------------------------------------
@@ -489,9 +466,9 @@ constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) == sizeof(float) * kChunk * kLdF, "parts fit");
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
 
-// The record's eight consecutive split operands at src (hi; lo at src + lo_src), joined (exact, as
-// StoreJoined8) and split again: the parts to dst (hi) and dst + lo_dst (lo), one 16-byte store
-// each (src and dst 16-byte aligned).
+// The record's eight consecutive split operands at src (hi; lo at src + lo_src), joined (exact:
+// lo's exponent is >= 8 below hi's) and split again: the parts to dst (hi) and dst + lo_dst (lo),
+// one 16-byte store each (src and dst 16-byte aligned).
 __device__ __forceinline__ void StageResplit8(uint16_t* dst, int lo_dst, const uint16_t* src,
                                               int lo_src) {
   const uint4 hi = *reinterpret_cast<const uint4*>(src);

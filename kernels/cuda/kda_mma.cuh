@@ -215,6 +215,28 @@ __device__ __forceinline__ void LdmBT4(Piece piece, int k0, int n0, uint32_t (&b
 }
 #endif
 
+// LdmAP's A tile (16 x 16) of A = X^T, X a row-major BF16 [k][m] stored in pieces: piece(k, q) is
+// the 16-byte piece of X's row k holding columns 8 q .. 8 q + 7; the tile at k0, m0 (multiples of
+// 8). ldmatrix.x4.trans: matrix i is X's rows k0 + 8 (i >> 1) .. at column m0 + 8 (i & 1).
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmATP(Piece piece, int k0, int m0, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  auto at = [&](int k, int m) { return uint32_t(piece(k, m / 8)[m % 8]); };
+  for (int i = 0; i < 4; ++i) {
+    const int k = k0 + 8 * (i >> 1) + 2 * q, m = m0 + 8 * (i & 1) + g;
+    a[i] = at(k, m) | (at(k + 1, m) << 16);
+  }
+}
+#else
+template <class Piece>
+__device__ __forceinline__ void LdmATP(Piece piece, int k0, int m0, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31;
+  Ldsm4<true>(piece(k0 + (lane & 7) + 8 * (lane >> 4), m0 / 8 + ((lane >> 3) & 1)), a[0], a[1],
+              a[2], a[3]);
+}
+#endif
+
 // Stores of four 8 x 8 BF16 tiles held in the accumulator layout (lane (g, q) holds row g,
 // columns 2 q, 2 q + 1 of tile i as the BF16 pair r[i]), by stmatrix: one instruction where the
 // scalar form takes four 4-byte stores (Stm4) or eight 2-byte ones (StmT4). Same 16-byte row

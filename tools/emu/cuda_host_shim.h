@@ -115,6 +115,14 @@ template <int kBytes>
 inline void CpAsync(void* smem, const void* gmem) {
   std::memcpy(smem, gmem, kBytes);
 }
+template <int kBytes>
+inline void CpAsyncZfill(void* smem, const void* gmem, bool valid) {
+  if (valid) {
+    std::memcpy(smem, gmem, kBytes);
+  } else {
+    std::memset(smem, 0, kBytes);
+  }
+}
 inline void CpAsyncCommit() {}
 template <int kPending>
 inline void CpAsyncWait() {}
