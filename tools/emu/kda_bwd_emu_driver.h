@@ -176,7 +176,7 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   if (chain_rows == 64) chain(std::integral_constant<int, 64>{});
   EmuLaunch({unsigned(slots), unsigned(H), 1}, GradTraits::kThreads,
             [&] { KdaChunkGradKernel(b); });
-  EmuLaunch({unsigned(H), 1, 1}, 128,
+  EmuLaunch({unsigned(H), 1, 1}, kReduceThreads,
             [&] { KdaChunkParamReduceKernel(b.partials, slots, H, o.dA.data(), o.ddt.data()); });
   return o;
 }
