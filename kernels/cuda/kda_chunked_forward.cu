@@ -36,11 +36,11 @@
 #include <type_traits>
 
 #include "kda_chunked_forward.cuh"
+#include "kda_cluster_launch.cuh"
 #include "kda_mma.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
 #include "per_device_memo.h"
-#include "tensor_map.h"
 #endif
 
 namespace cakegrad::kernels {
@@ -278,27 +278,6 @@ using McBarriersOf = std::conditional_t<kRows == 64, McBarriers64, McBarriers>;
 template <int kRows, bool kMc>
 constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmemOf<kRows, kMc>) +
                                                  (kMc ? sizeof(McBarriersOf<kRows>) + 1024 : 0));
-// Tiled maps over the workspace's records, dims (column, row, record): -W | Q Gam (128 columns, 4
-// x 64 rows), Kdec^T | M (64 columns, 2 x 128 + 2 x 64 rows); boxes 64 x 128 x 1.
-struct McMaps {
-  CUtensorMap wq, kdm;
-};
-struct McNoMaps {};
-template <bool kMc>
-using McParam = std::conditional_t<kMc, McMaps, McNoMaps>;
-// The maps of either parameter type (the other instances compile the copies, never run them).
-__device__ __forceinline__ const CUtensorMap* MapOf(const McMaps& m, int which) {
-  return which == 0 ? &m.wq : &m.kdm;
-}
-__device__ __forceinline__ const CUtensorMap* MapOf(const McNoMaps&, int) { return nullptr; }
-#ifdef CAKEGRAD_KDA_HOST_EMU
-// The emulator runs blocks one after another, without clusters: its CTA issues its peer's
-// copies too, so that the emulated pass checks every tile's coordinates.
-constexpr bool kMcBothRanks = true;
-#else
-constexpr bool kMcBothRanks = false;
-#endif
-
 // ---- kernel 1: chunk preparation ---------------------------------------------------------------
 
 struct ChunkCtx {
@@ -1516,22 +1495,9 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
   return CheckLaunch("the chunk state pass");
 }
 
-// A tiled map (McMaps) of `cols` BF16 x `rows` rows of every record from `base`, boxes of 64 x
-// 128 x 1 with the 128-byte swizzle.
-Status EncodeRecordMap(CUtensorMap* map, const char* base, int64_t cols, int64_t rows,
-                       int64_t records) {
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(records)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols * 2),
-                                 static_cast<cuuint64_t>(kda_layout::kRecBytes)};
-  const cuuint32_t box[3] = {64, 128, 1};
-  return EncodeTiledMap(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims, strides, box,
-                        CU_TENSOR_MAP_SWIZZLE_128B, "kda: the chunk records' tensor map");
-}
-
 // The pass (every width, forward or checkpoint) as 2-CTA clusters (kMc); the plain launch where the
-// device cannot hold one such cluster (cudaOccupancyMaxActiveClusters, asked once per device) or
-// the workspace is not 16-byte aligned.
+// device cannot hold one such cluster or the workspace is not 16-byte aligned (the maps need
+// 16-byte aligned rows; every record offset is, as kRecBytes is).
 template <int kRows, bool kCheckpoint>
 Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
   using Tr = StateTraits<kRows>;
@@ -1541,54 +1507,19 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
   static std::atomic<uint64_t> done{0};
   static PerDeviceMemo resident_clusters;
-  Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
-  if (!st.ok()) return st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  }
-  int clusters = 0;
-  const Status queried = resident_clusters.Get(
-      dev,
-      [&](int* n) {
-        const cudaError_t e = cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
-        if (e == cudaSuccess) return OkStatus();
-        return Internal(
-            std::string("kda: cudaOccupancyMaxActiveClusters (the chunk state pass): ") +
-            cudaGetErrorString(e));
-      },
-      &clusters);
-  if (!queried.ok()) return queried;
-  // The maps need 16-byte aligned rows; every record offset is (kRecBytes is).
-  if (clusters < 1 || !Aligned(ws, 16)) {
-    return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
-  }
+  if (!Aligned(ws, 16)) return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
+  const Status attr = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
+  if (!attr.ok()) return attr;
   McMaps maps;
-  const int64_t records = slots * a.s.H;
-  const Status wq = EncodeRecordMap(&maps.wq, ws + kda_layout::kRecNegW, kDim, 4 * kChunk, records);
-  if (!wq.ok()) return wq;
-  const Status kdm = EncodeRecordMap(&maps.kdm, ws + kda_layout::kRecKdecT, kChunk,
-                                     2 * kDim + 2 * kChunk, records);
-  if (!kdm.ok()) return kdm;
-  err = cudaLaunchKernelEx(&cfg, kernel, a, ws, maps);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: launching the chunk state pass (2-CTA clusters): ") +
-                    cudaGetErrorString(err));
-  }
-  return CheckLaunch("the chunk state pass (2-CTA clusters)");
+  const Status encoded = EncodeRecordMaps(&maps, ws, slots * a.s.H);
+  if (!encoded.ok()) return encoded;
+  bool launched = false;
+  const Status st = LaunchClusterPair(
+      kernel, dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N)),
+      Tr::kThreads, kSmem, stream, &resident_clusters, "the chunk state pass", &launched, a, ws,
+      maps);
+  if (!st.ok() || launched) return st;
+  return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
 }
 
 template <int kRows>
