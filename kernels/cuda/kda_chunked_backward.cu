@@ -19,7 +19,8 @@
 //    document; the forward's wave rule), walking the chunks backwards with its dS slice in
 //    registers (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows,
 //    needs no S0; both products on mma.sync in BF16x3 (the state pass's precision), the record's
-//    operands staged by cp.async as they are stored (split).
+//    operands as they are stored (split), shared by the two slices of a 2-CTA cluster by TMA
+//    multicast as in the forward's pass.
 // 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product on
 //    mma.sync m16n8k16 with split BF16 operands (kda_mma.cuh): BF16x3 where the study allows it
 //    (U, dW, P and dU's state part), about FP32-exact where the result reaches the gate gradient
@@ -37,10 +38,12 @@
 
 #include "kda_chunked_backward.cuh"
 #include "kda_chunked_forward.cuh"
+#include "kda_cluster_launch.cuh"
 #include "kda_common.cuh"
 #include "kda_mma.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
+#include "per_device_memo.h"
 #endif
 
 namespace cakegrad::kernels {
@@ -123,6 +126,11 @@ __device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t
 // dO products take two MMAs and are exact. The first version (an FP32 CUDA-core loop) took 3.7x
 // the forward's pass at (1, 32768, 16): per step 0.43 M FMAs per 16-row CTA at 128 a cycle, plus
 // the record staged as FP32 (bench/results/kda_h200.md, 2026-11-30).
+// kMc: clusters of two slices of a (document, head), each CTA copying half of the record's
+// operands into both by TMA multicast, as the forward's pass: on tensor cores the chain is bound
+// by L2 (ncu at (1, 32768, 16), 16 rows: L2 74.7% busy, SM 13%), and every slice reads the same
+// -W, Q Gam, Kdec^T, M and Gam_C. The plain instance (no cluster fits) copies the same tiles by
+// cp.async.
 template <int kRowsT>
 struct ChainTraits {
   static constexpr int kRows = kRowsT;             // state rows per CTA
@@ -136,32 +144,50 @@ struct ChainTraits {
   // Group A (Kdec^T, M: the dU product's) is double-buffered where shared memory allows, so that
   // chunk c - 2's copies fly during all of chunk c - 1; group B (-W, Q Gam, Gam_C: dS0's) is
   // issued at the top of its own chunk, to land during the dU product. dO, read by both products,
-  // has two buffers of its own (chunk parity), filled with group B one chunk ahead.
+  // has two buffers of its own (chunk parity), filled one chunk ahead.
   static constexpr int kStagesA = kRows == 64 ? 1 : 2;
+  static constexpr int kTile = 128 * 64;  // BF16 elements of a record tile (128 rows of 128 B)
   static_assert(kRows % 16 == 0 && kDim % kRows == 0, "16-row tiles, whole slices");
   static_assert(kChunk == 4 * 16 && kDim == 4 * 32, "4 token tiles of 16, 4 K quarters of 32");
   static_assert(kChunk * kOPieces == kThreads, "one dO piece per thread");
 };
 
+// The record's operands as TMA tiles (128 rows of 64 BF16, the 128-byte swizzle: piece q of row r
+// at r * 64 + 8 (q ^ (r % 8))), 1024-byte aligned; the plain instance stores them the same way.
 template <int kRows>
 struct ChainSmem {
   using Tr = ChainTraits<kRows>;
-  // Kdec^T hi [128][64], lo, then M hi [64][64], lo: the record's 384 rows of 128 bytes, padded.
-  uint16_t kdm[Tr::kStagesA][2 * kDim + 2 * kChunk][Tr::kTStride];
+  static constexpr int kTile = Tr::kTile;
+  uint16_t kd[Tr::kStagesA][3 * kTile];  // Kdec^T hi, Kdec^T lo ([k][t]), M hi | lo ([s][t])
+  uint16_t wq[4 * kTile];  // -W key halves 0 .. 63, 64 .. 127 (rows [t]: hi, then lo), Q Gam's
+  // Gam_C, buffer c % 2: written one chunk after its last read, as the forward's (single, the
+  // peer's multicast landed a barrier after the reads, which racecheck reports as a hazard).
+  float gc[2][kDim];
   uint16_t dob[2][kChunk][Tr::kOStride];  // dO [t][slice column], unscaled; buffer c % 2
-  // -W hi [64][128], lo, then Q Gam hi, lo: the record's 256 rows of 256 bytes, padded.
-  uint16_t wq[4 * kChunk][Tr::kKStride];
-  float gc[kDim];                      // Gam_C
-  uint16_t s[2][kRows][Tr::kKStride];  // dS slice [j][k], hi and lo
-  uint16_t u[2][kRows][Tr::kTStride];  // dU^T slice [j][t], hi and lo
+  uint16_t s[2][kRows][Tr::kKStride];     // dS slice [j][k], hi and lo
+  uint16_t u[2][kRows][Tr::kTStride];     // dU^T slice [j][t], hi and lo
 };
-
+struct ChainBarriers {
+  uint64_t full_a[2];  // Kdec^T | M of buffer b landed (both halves)
+  uint64_t full_b;     // -W | Q Gam and Gam_C landed
+  uint64_t empty_a;    // the peer is done with its buffer of group A (its middle barrier)
+  uint64_t empty_b;    // the peer is done with group B (its top barrier)
+};
 template <int kRows>
+constexpr int kChainSmemBytes = static_cast<int>(sizeof(ChainSmem<kRows>) + sizeof(ChainBarriers) +
+                                                 1024);
+
+template <int kRows, bool kMc>
 __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
-    KdaChunkDstateKernel(const __grid_constant__ ChunkBwdArgs a) {
+    KdaChunkDstateKernel(const __grid_constant__ ChunkBwdArgs a,
+                         const __grid_constant__ McParam<kMc> maps = {}) {
   using Tr = ChainTraits<kRows>;
+  constexpr int kTile = Tr::kTile;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  ChainSmem<kRows>& sm = *reinterpret_cast<ChainSmem<kRows>*>(smem_raw);
+  unsigned char* const smem = AlignSmem1024(smem_raw);
+  ChainSmem<kRows>& sm = *reinterpret_cast<ChainSmem<kRows>*>(smem);
+  ChainBarriers& mb = *reinterpret_cast<ChainBarriers*>(smem + sizeof(ChainSmem<kRows>));
+  static_assert(sizeof(ChainSmem<kRows>::kd) % 1024 == 0, "tiles 1024-byte aligned");
   const int v0 = blockIdx.x * kRows;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -178,18 +204,69 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
                     kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
                 "-W | Q Gam and Kdec^T | M adjacent in the record");
+  // The 16-byte piece q of row r of a tile.
+  auto swz = [](uint16_t* tile, int r, int q) { return tile + r * 64 + 8 * (q ^ (r & 7)); };
 
-  // Copies with compile-time trip counts and one piece index per thread (the forward's rule).
+  // Multicast mode: one thread (warp 3: token tile 3, the least dO^T M work) issues this CTA's
+  // tiles, rank 0 Kdec^T hi, M, -W; rank 1 Kdec^T lo, Q Gam, Gam_C; and handles the barriers.
+  const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
+  const bool lead = kMc && tid == 96;
+  constexpr uint16_t kMcMask = 0x3;
+  auto mc_tile = [&](uint16_t* dst, int map, int x, int y, int64_t c, uint64_t* bar,
+                     const char* emu_src, int emu_row_bytes) {
+    TmaTileMulticast(dst, MapOf(maps, map), x, y, static_cast<int>(slot_of(c) * H + h), bar,
+                     kMcMask, emu_src, emu_row_bytes);
+  };
+  auto mc_a = [&](int64_t c, int b) {  // Kdec^T | M: three tiles of the kdm map
+    MbarArriveExpectTx(&mb.full_a[b], 3 * kTile * 2);
+    const char* rec = record(c) + kda_layout::kRecKdecT;
+#pragma unroll
+    for (int t = 0; t < 3; ++t) {
+      if (!kMcBothRanks && static_cast<int>(rank) != (t == 1 ? 1 : 0)) continue;
+      mc_tile(sm.kd[b] + t * kTile, 1, 0, 128 * t, c, &mb.full_a[b], rec + 128 * t * kChunk * 2,
+              kChunk * 2);
+    }
+  };
+  auto mc_b = [&](int64_t c) {  // -W | Q Gam: four tiles of the wq map, and Gam_C
+    MbarArriveExpectTx(&mb.full_b, 4 * kTile * 2 + kDim * 4);
+    const char* rec = record(c);
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      if (!kMcBothRanks && static_cast<int>(rank) != m) continue;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        mc_tile(sm.wq + (2 * m + half) * kTile, 0, 64 * half, 128 * m, c, &mb.full_b,
+                rec + kda_layout::kRecNegW + 128 * m * kDim * 2 + 128 * half, kDim * 2);
+      }
+    }
+    if (kMcBothRanks || rank == 1) {
+      BulkMulticast(sm.gc[c & 1], rec + kda_layout::kRecGamC, kDim * 4, &mb.full_b, kMcMask);
+    }
+  };
+  // Plain mode: the same tiles by cp.async, compile-time trip counts and one piece index per
+  // thread (the forward's rule); plus dO (both modes).
   constexpr int kT = Tr::kThreads;
   const int r8 = tid / 8, p8 = tid % 8, r16 = tid / 16, p16 = tid % 16;
   const int ro = tid / Tr::kOPieces, po = tid % Tr::kOPieces;
-  auto load_a = [&](int64_t c, int b) {
+  auto load_a = [&](int64_t c, int b) {  // rows R of Kdec^T | M: tile R / 128, row R % 128
     const char* src = record(c) + kda_layout::kRecKdecT + r8 * kChunk * 2 + 16 * p8;
 #pragma unroll
-    for (int i = 0; i < (2 * kDim + 2 * kChunk) * 8 / kT; ++i) {
+    for (int i = 0; i < 3 * 128 * 8 / kT; ++i) {
       constexpr int kStep = kT / 8;
-      CpAsync<16>(&sm.kdm[b][r8 + i * kStep][8 * p8], src + i * kStep * kChunk * 2);
+      CpAsync<16>(swz(sm.kd[b], r8 + i * kStep, p8), src + i * kStep * kChunk * 2);
     }
+  };
+  auto load_b = [&](int64_t c) {  // rows R of -W | Q Gam, pieces p: tile 2 (R / 128) + p / 8
+    const char* rec = record(c);
+    const char* src = rec + kda_layout::kRecNegW + r16 * kDim * 2 + 16 * p16;
+#pragma unroll
+    for (int i = 0; i < 4 * kChunk * 16 / kT; ++i) {
+      constexpr int kStep = kT / 16;
+      const int row = r16 + i * kStep;
+      CpAsync<16>(swz(sm.wq + (2 * (row / 128) + p16 / 8) * kTile, row % 128, p16 % 8),
+                  src + i * kStep * kDim * 2);
+    }
+    if (tid < kDim / 4) CpAsync<16>(&sm.gc[c & 1][4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
   };
   auto load_do = [&](int64_t c) {
     const int64_t t0 = bos + c * kChunk;
@@ -197,16 +274,17 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
     CpAsyncZfill<16>(&sm.dob[c & 1][ro][8 * po],
                      a.d_o + ((valid ? t0 + ro : t0) * H + h) * kDim + v0 + 8 * po, valid);
   };
-  auto load_b = [&](int64_t c) {
-    const char* rec = record(c);
-    const char* src = rec + kda_layout::kRecNegW + r16 * kDim * 2 + 16 * p16;
-#pragma unroll
-    for (int i = 0; i < 4 * kChunk * 16 / kT; ++i) {
-      constexpr int kStep = kT / 16;
-      CpAsync<16>(&sm.wq[r16 + i * kStep][8 * p16], src + i * kStep * kDim * 2);
+  if constexpr (kMc) {
+    if (tid == 0) {
+      MbarInit(&mb.full_a[0], 1);  // the local expect_tx
+      MbarInit(&mb.full_a[1], 1);
+      MbarInit(&mb.full_b, 1);
+      MbarInit(&mb.empty_a, 1);  // the peer's arrival
+      MbarInit(&mb.empty_b, 1);
+      MbarInitFence();
     }
-    if (tid < kDim / 4) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
-  };
+    ClusterSync();  // both CTAs' barriers initialised before any copy or arrival reaches them
+  }
 
   // The warp's dS: rows 16 vt + g (+ 8), columns 32 mt + 8 nt + 2 tq (+ 1).
   const int srow = 16 * vt + g;
@@ -252,51 +330,74 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
     LdmATP([&](int t, int q) { return &sm.dob[db][t][8 * q]; }, 16 * ks, 16 * vt, x);
   };
 
-  // Commits: A(C - 1) with dO(C - 1), [A(C - 2),] B(C - 1) with dO(C - 2); then per chunk c:
+  // Chunk index i = C - 1 - c; group A's buffer b = i % kStagesA.
+  // Plain commits: A(C - 1) with dO(C - 1), [A(C - 2),] B(C - 1) with dO(C - 2); then per chunk c:
   // B(c) with dO(c - 1) (c < C - 1) after the top barrier, A(c - kStagesA) after the middle one.
   // The middle wait (all groups) also completes A(c - 1), issued a whole chunk earlier; the top
-  // wait covers the first chunk.
+  // wait covers the first chunk. Multicast commits dO alone: dO(C - 1), dO(C - 2), then dO(c - 1)
+  // at the top of chunk c; the tiles go out at the same points, each once the peer is done with
+  // the buffer (empty_a, empty_b).
   if (chunks > 0) {
-    load_a(chunks - 1, 0);
-    load_do(chunks - 1);
-    CpAsyncCommit();
-    if constexpr (Tr::kStagesA == 2) {
-      if (chunks > 1) load_a(chunks - 2, 1);
+    if constexpr (kMc) {
+      if (lead) {
+        mc_a(chunks - 1, 0);
+        if (Tr::kStagesA == 2 && chunks > 1) mc_a(chunks - 2, 1);
+        mc_b(chunks - 1);
+      }
+      load_do(chunks - 1);
+      CpAsyncCommit();
+      if (chunks > 1) load_do(chunks - 2);
+      CpAsyncCommit();
+    } else {
+      load_a(chunks - 1, 0);
+      load_do(chunks - 1);
+      CpAsyncCommit();
+      if constexpr (Tr::kStagesA == 2) {
+        if (chunks > 1) load_a(chunks - 2, 1);
+        CpAsyncCommit();
+      }
+      load_b(chunks - 1);
+      if (chunks > 1) load_do(chunks - 2);
       CpAsyncCommit();
     }
-    load_b(chunks - 1);
-    if (chunks > 1) load_do(chunks - 2);
-    CpAsyncCommit();
   }
   for (int64_t c = chunks - 1; c >= 0; --c) {
-    const int b = Tr::kStagesA == 2 ? static_cast<int>((chunks - 1 - c) & 1) : 0;
+    const uint32_t i = static_cast<uint32_t>(chunks - 1 - c);
+    const int b = static_cast<int>(i % Tr::kStagesA);
     const int db = static_cast<int>(c & 1);
     write_state(a.ds1 + (slot_of(c) * H + h) * kDimSq + int64_t{v0} * kDim);
-    CpAsyncWait<Tr::kStagesA == 2 ? 2 : 0>();  // A(c)
-    __syncthreads();  // A(c) and the split dS visible; every warp is done with B(c + 1) and U
-    if (c < chunks - 1) {
+    CpAsyncWait<kMc ? 1 : Tr::kStagesA == 2 ? 2 : 0>();  // A(c) (plain), dO(c)
+    __syncthreads();  // A(c), dO(c) and the split dS visible; every warp is done with B(c + 1), U
+    if constexpr (kMc) {
+      if (lead && c < chunks - 1) {
+        MbarArrivePeer(&mb.empty_b, peer);
+        MbarWait(&mb.empty_b, (i - 1) & 1);
+        mc_b(c);
+      }
+      MbarWait(&mb.full_a[b], (i / Tr::kStagesA) & 1);
+    } else if (c < chunks - 1) {
       load_b(c);
-      if (c > 0) load_do(c - 1);
     }
+    if (c < chunks - 1 && c > 0) load_do(c - 1);
     CpAsyncCommit();
 
     // dU^T, token tile mt: dS Kdec^T (hi hi in x0, the cross terms in x1), then dO^T M over the
     // token tiles ks >= mt (M[s][t] = 0 for s < t).
     {
+      uint16_t* const kd = sm.kd[b];
       float x0[2][4], x1[2][4], y[2][4];
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) x0[nt][i] = x1[nt][i] = y[nt][i] = 0.f;
+        for (int e = 0; e < 4; ++e) x0[nt][e] = x1[nt][e] = y[nt][e] = 0.f;
       }
 #pragma unroll 2
       for (int ks = 0; ks < kDim / 16; ++ks) {
         uint32_t ah[4], al[4], bh[2][2], bl[2][2];
         LdmA<Tr::kKStride>(&sm.s[0][0][0], 16 * vt, 16 * ks, ah);
         LdmA<Tr::kKStride>(&sm.s[1][0][0], 16 * vt, 16 * ks, al);
-        LdmBT4([&](int k, int q) { return &sm.kdm[b][k][8 * q]; }, 16 * ks, 16 * mt, bh[0], bh[1]);
-        LdmBT4([&](int k, int q) { return &sm.kdm[b][kDim + k][8 * q]; }, 16 * ks, 16 * mt, bl[0],
-               bl[1]);
+        LdmBT4([&](int k, int q) { return swz(kd, k, q); }, 16 * ks, 16 * mt, bh[0], bh[1]);
+        LdmBT4([&](int k, int q) { return swz(kd + kTile, k, q); }, 16 * ks, 16 * mt, bl[0], bl[1]);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) Mma3(x0[nt], x1[nt], x1[nt], ah, al, bh[nt], bl[nt]);
       }
@@ -305,39 +406,52 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
         if (ks < mt) continue;
         uint32_t d[4], bh[2][2], bl[2][2];
         dot_frag(db, ks, d);
-        LdmBT4([&](int s, int q) { return &sm.kdm[b][2 * kDim + s][8 * q]; }, 16 * ks, 16 * mt,
-               bh[0], bh[1]);
-        LdmBT4([&](int s, int q) { return &sm.kdm[b][2 * kDim + kChunk + s][8 * q]; }, 16 * ks,
-               16 * mt, bl[0], bl[1]);
+        LdmBT4([&](int s, int q) { return swz(kd + 2 * kTile, s, q); }, 16 * ks, 16 * mt, bh[0],
+               bh[1]);
+        LdmBT4([&](int s, int q) { return swz(kd + 2 * kTile, kChunk + s, q); }, 16 * ks, 16 * mt,
+               bl[0], bl[1]);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           Mma(y[nt], d, bh[nt]);
           Mma(y[nt], d, bl[nt]);
         }
       }
-      uint32_t uh[4], ul[4];  // tile i: rows + 8 (i & 1), token columns + 8 (i >> 1)
+      uint32_t uh[4], ul[4];  // tile e: rows + 8 (e & 1), token columns + 8 (e >> 1)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int nt = i >> 1, e = 2 * (i & 1);
-        SplitPair(fmaf(a.s.scale, y[nt][e], x0[nt][e] + x1[nt][e]),
-                  fmaf(a.s.scale, y[nt][e + 1], x0[nt][e + 1] + x1[nt][e + 1]), &uh[i], &ul[i]);
+      for (int e = 0; e < 4; ++e) {
+        const int nt = e >> 1, f = 2 * (e & 1);
+        SplitPair(fmaf(a.s.scale, y[nt][f], x0[nt][f] + x1[nt][f]),
+                  fmaf(a.s.scale, y[nt][f + 1], x0[nt][f + 1] + x1[nt][f + 1]), &uh[e], &ul[e]);
       }
       Stm4<Tr::kTStride>(&sm.u[0][0][0], 16 * vt, 16 * mt, uh);
       Stm4<Tr::kTStride>(&sm.u[1][0][0], 16 * vt, 16 * mt, ul);
     }
-    CpAsyncWait<0>();  // B(c)
+    CpAsyncWait<0>();  // B(c) (plain), dO(c - 1)
     __syncthreads();   // dU^T complete; every warp is done with A(c) and the split dS
-    if (c >= Tr::kStagesA) load_a(c - Tr::kStagesA, b);
-    CpAsyncCommit();
+    if constexpr (kMc) {
+      if (lead && c >= Tr::kStagesA) {
+        MbarArrivePeer(&mb.empty_a, peer);
+        MbarWait(&mb.empty_a, i & 1);
+        mc_a(c - Tr::kStagesA, b);
+      }
+      MbarWait(&mb.full_b, i & 1);
+    } else {
+      if (c >= Tr::kStagesA) load_a(c - Tr::kStagesA, b);
+      CpAsyncCommit();
+    }
 
-    // dS0, K quarter mt: dU^T (-W) (x0, x1) and dO^T (Q Gam) (y) over the 4 token tiles.
+    // dS0, K quarter mt: dU^T (-W) (x0, x1) and dO^T (Q Gam) (y) over the 4 token tiles; -W and
+    // Q Gam in key halves (tiles), hi rows then lo rows.
     {
       float x0[4][4], x1[4][4], y[4][4];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) x0[nt][i] = x1[nt][i] = y[nt][i] = 0.f;
+        for (int e = 0; e < 4; ++e) x0[nt][e] = x1[nt][e] = y[nt][e] = 0.f;
       }
+      uint16_t* const wt = sm.wq + (mt >> 1) * kTile;  // -W's tile of this K quarter
+      uint16_t* const qt = wt + 2 * kTile;             // Q Gam's
+      const int q0 = 4 * (mt & 1);                     // the quarter's first piece in the tile
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         uint32_t ah[4], al[4], d[4];
@@ -347,11 +461,11 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int np = 0; np < 2; ++np) {
           uint32_t wh[2][2], wl[2][2], qh[2][2], ql[2][2];
-          const int k0 = 16 * ks, n0 = 32 * mt + 16 * np;
-          LdmBT4([&](int t, int q) { return &sm.wq[t][8 * q]; }, k0, n0, wh[0], wh[1]);
-          LdmBT4([&](int t, int q) { return &sm.wq[kChunk + t][8 * q]; }, k0, n0, wl[0], wl[1]);
-          LdmBT4([&](int t, int q) { return &sm.wq[2 * kChunk + t][8 * q]; }, k0, n0, qh[0], qh[1]);
-          LdmBT4([&](int t, int q) { return &sm.wq[3 * kChunk + t][8 * q]; }, k0, n0, ql[0], ql[1]);
+          const int k0 = 16 * ks, n0 = 8 * (q0 + 2 * np);
+          LdmBT4([&](int t, int q) { return swz(wt, t, q); }, k0, n0, wh[0], wh[1]);
+          LdmBT4([&](int t, int q) { return swz(wt, kChunk + t, q); }, k0, n0, wl[0], wl[1]);
+          LdmBT4([&](int t, int q) { return swz(qt, t, q); }, k0, n0, qh[0], qh[1]);
+          LdmBT4([&](int t, int q) { return swz(qt, kChunk + t, q); }, k0, n0, ql[0], ql[1]);
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const int nt = 2 * np + j;
@@ -363,11 +477,11 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
       }
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        const float2 gk = *reinterpret_cast<const float2*>(&sm.gc[32 * mt + 8 * nt + 2 * tq]);
+        const float2 gk = *reinterpret_cast<const float2*>(&sm.gc[db][32 * mt + 8 * nt + 2 * tq]);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          st[nt][i] = fmaf(st[nt][i], (i & 1) ? gk.y : gk.x,
-                           fmaf(a.s.scale, y[nt][i], x0[nt][i] + x1[nt][i]));
+        for (int e = 0; e < 4; ++e) {
+          st[nt][e] = fmaf(st[nt][e], (e & 1) ? gk.y : gk.x,
+                           fmaf(a.s.scale, y[nt][e], x0[nt][e] + x1[nt][e]));
         }
       }
     }
@@ -375,6 +489,8 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   }
   // dS0 of the first chunk (dfinal_state itself for an empty document).
   write_state(a.dinitial_state + state_off);
+  // Neither CTA leaves while the other may still reach its shared memory.
+  if constexpr (kMc) ClusterSync();
 }
 
 // ---- kernel 3: the per-chunk gradients ---------------------------------------------------------
@@ -1340,15 +1456,30 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
+// The chain as 2-CTA clusters; its plain instance where the device cannot hold one such cluster.
+// (The workspace is 16-byte aligned: CheckBackwardParams.)
 template <int kRows>
-Status LaunchChainAs(const ChunkBwdArgs& b, cudaStream_t stream) {
+Status LaunchChainAs(const ChunkBwdArgs& b, int64_t slots, cudaStream_t stream) {
   using Tr = ChainTraits<kRows>;
-  static std::atomic<uint64_t> done{0};
-  constexpr int kSmem = static_cast<int>(sizeof(ChainSmem<kRows>));
-  Status attr = AllowSmem(KdaChunkDstateKernel<kRows>, kSmem, &done, "the reverse chain");
-  if (!attr.ok()) return attr;
+  constexpr int kSmem = kChainSmemBytes<kRows>;
+  static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
+  static std::atomic<uint64_t> done_mc{0}, done_plain{0};
+  static PerDeviceMemo resident_clusters;
   const dim3 grid(Tr::kSlices, static_cast<unsigned>(b.s.H), static_cast<unsigned>(b.s.N));
-  KdaChunkDstateKernel<kRows><<<grid, Tr::kThreads, kSmem, stream>>>(b);
+  const auto mc = KdaChunkDstateKernel<kRows, true>;
+  const Status attr = AllowSmem(mc, kSmem, &done_mc, "the reverse chain (2-CTA clusters)");
+  if (!attr.ok()) return attr;
+  McMaps maps;
+  const Status encoded = EncodeRecordMaps(&maps, b.records, slots * b.s.H);
+  if (!encoded.ok()) return encoded;
+  bool launched = false;
+  const Status st = LaunchClusterPair(mc, grid, Tr::kThreads, kSmem, stream, &resident_clusters,
+                                      "the chunked backward's reverse chain", &launched, b, maps);
+  if (!st.ok() || launched) return st;
+  const auto plain = KdaChunkDstateKernel<kRows, false>;
+  const Status attr_plain = AllowSmem(plain, kSmem, &done_plain, "the reverse chain");
+  if (!attr_plain.ok()) return attr_plain;
+  plain<<<grid, Tr::kThreads, kSmem, stream>>>(b, McNoMaps{});
   return CheckLaunch("the chunked backward's reverse chain");
 }
 
@@ -1356,7 +1487,7 @@ Status LaunchChainAs(const ChunkBwdArgs& b, cudaStream_t stream) {
 // more work per CTA: 16-row slices while they fit one wave of one CTA per SM, 32-row slices up to
 // two, 64-row slices beyond (the forward's state-pass rule; first device run: 16-row slices in
 // two waves at H = 32 cost 24 us per step against 12 in one).
-Status LaunchChain(const ChunkBwdArgs& b, cudaStream_t stream) {
+Status LaunchChain(const ChunkBwdArgs& b, int64_t slots, cudaStream_t stream) {
   int dev = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -1364,9 +1495,9 @@ Status LaunchChain(const ChunkBwdArgs& b, cudaStream_t stream) {
     return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
   }
   const int64_t chains = b.s.N * b.s.H;
-  if (chains * ChainTraits<16>::kSlices <= sms) return LaunchChainAs<16>(b, stream);
-  if (chains * ChainTraits<32>::kSlices <= 2 * sms) return LaunchChainAs<32>(b, stream);
-  return LaunchChainAs<64>(b, stream);
+  if (chains * ChainTraits<16>::kSlices <= sms) return LaunchChainAs<16>(b, slots, stream);
+  if (chains * ChainTraits<32>::kSlices <= 2 * sms) return LaunchChainAs<32>(b, slots, stream);
+  return LaunchChainAs<64>(b, slots, stream);
 }
 
 }  // namespace
@@ -1420,7 +1551,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     Status fwd = LaunchChunkedForward(f, ws + layout.records, layout.s0 - layout.records, stream);
     if (!fwd.ok()) return fwd;
     // 2. The reverse chain.
-    Status chain = LaunchChain(b, stream);
+    Status chain = LaunchChain(b, slots, stream);
     if (!chain.ok()) return chain;
     // 3. Every chunk's gradients and partials (gap slots write zero partials).
     constexpr int kSmem = static_cast<int>(sizeof(GradSmem));

@@ -5,6 +5,7 @@
 // namespace kda_ref).
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -166,10 +167,19 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   b.dg = o.dg.data();
   b.dbeta = o.dbeta.data();
   b.dinitial_state = o.dinit.data();
+  // The chain's cluster instance (the launch's choice), or with EMU_CHAIN_PLAIN set its plain
+  // fallback (cp.async into the same tiles).
+  const bool plain = std::getenv("EMU_CHAIN_PLAIN") != nullptr;
   auto chain = [&](auto rows) {
-    using Tr = ChainTraits<decltype(rows)::value>;
-    EmuLaunch({unsigned(Tr::kSlices), unsigned(H), unsigned(N)}, Tr::kThreads,
-              [&] { KdaChunkDstateKernel<decltype(rows)::value>(b); });
+    constexpr int kRows = decltype(rows)::value;
+    using Tr = ChainTraits<kRows>;
+    EmuLaunch({unsigned(Tr::kSlices), unsigned(H), unsigned(N)}, Tr::kThreads, [&] {
+      if (plain) {
+        KdaChunkDstateKernel<kRows, false>(b, McNoMaps{});
+      } else {
+        KdaChunkDstateKernel<kRows, true>(b, McMaps{});
+      }
+    });
   };
   if (chain_rows == 16) chain(std::integral_constant<int, 16>{});
   if (chain_rows == 32) chain(std::integral_constant<int, 32>{});
