@@ -948,7 +948,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       for (int i = 0; i < 2 * kChunk * 16 / kT; ++i) {
         constexpr int kStep = kT / 16;  // rows per round
         CpAsync<16>(sw + i * kStep * Tr::kKStride, w + i * kStep * kDim * 2);
-        CpAsync<16>(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
+        if (!kCheckpoint) CpAsync<16>(sq + i * kStep * Tr::kKStride, q + i * kStep * kDim * 2);
       }
       load_uv(rec, b);
     }
@@ -965,8 +965,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if constexpr (!kMc) {
       copy_rows8(&sm.kd[0][0][0] + s8, rec + kda_layout::kRecKdecT + g8,
                  std::integral_constant<int, 2 * kDim>{});
-      copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
-                 std::integral_constant<int, 2 * kChunk>{});
+      if (!kCheckpoint) {
+        copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
+                   std::integral_constant<int, 2 * kChunk>{});
+      }
       if (tid < kDim * 4 / 16) CpAsync<16>(&sm.gc[4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
     }
   };
@@ -981,7 +983,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   const bool lead = kMc && warp == (kMc32 ? 0 : Tr::kRoleWarps) && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
   constexpr int kTile = McSmem<16>::kTile;
-  constexpr int kKdTiles = kMc64 ? 2 : 3;  // Kdec^T hi, lo (, M hi | lo)
+  // Kdec^T hi, lo (, M hi | lo). The checkpoint instance writes no o, so it copies neither M nor
+  // Q Gam (43% of the record bytes a step), and its o warps only keep the barriers.
+  constexpr int kKdTiles = kMc64 || kCheckpoint ? 2 : 3;
   constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = kKdTiles * kTile * 2 + kDim * 4;
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
                     kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
@@ -1021,6 +1025,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // -W (m = 0) or Q Gam (m = 1) of chunk c into dst: column halves 0 .. 63, 64 .. 127 of its 128
   // rows (hi, lo), rank `half` issuing half `half`.
   auto mc_wq = [&](int m, int64_t c, uint16_t* dst, uint64_t* bar) {
+    if (kCheckpoint && m == 1) return;
     MbarArriveExpectTx(bar, kMcBytesWq);
     const char* rec = record(c);
 #pragma unroll
@@ -1047,7 +1052,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   };
   // 64 rows: M (hi | lo) of chunk c, the third tile of the Kdec^T | M map, issued by rank 0.
   auto mc_m = [&](int64_t c) {
-    if constexpr (kMc64) {
+    if constexpr (kMc64 && !kCheckpoint) {
       MbarArriveExpectTx(&mb.full_m, kTile * 2);
       if (kMcBothRanks || rank == 0) {
         mc_tile(m_buf(), MapOf(maps, 1), 0, 2 * kDim, c, &mb.full_m, record(c) + kda_layout::kRecM,
@@ -1183,23 +1188,23 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       // M (c) into its buffer once rank 1 has read M (c - 1) (its last barrier of chunk c - 1);
       // this CTA's reads of it are done (the barrier above).
       if (lead && c > 0) {
-        if (rank == 0) MbarWait(&mb.empty_m, static_cast<uint32_t>(c - 1) & 1);
+        if (!kCheckpoint && rank == 0) MbarWait(&mb.empty_m, static_cast<uint32_t>(c - 1) & 1);
         mc_m(c);
       }
       if (chain) {
         MbarWait(&mb.full_w[0], static_cast<uint32_t>(c) & 1);
-      } else {
+      } else if (!kCheckpoint) {
         MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
       }
     } else if constexpr (kMc32) {  // the chain warps read both
       if (chain) {
         MbarWait(&mb.full_w[0], static_cast<uint32_t>(c) & 1);
-        MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
+        if (!kCheckpoint) MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
       }
     } else if constexpr (kMc) {  // the chain reads -W, the o warps Q Gam
       if (chain) {
         MbarWait(&mb.full_w[b], static_cast<uint32_t>(c >> 1) & 1);
-      } else {
+      } else if (!kCheckpoint) {
         MbarWait(&mb.full_q, static_cast<uint32_t>(c) & 1);
       }
     }
@@ -1261,12 +1266,12 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       if constexpr (kMc) {
         if (chain) {
           product(w_buf(b), nullptr, u0, u1, u2);
-        } else {
+        } else if (!kCheckpoint) {
           product(qg_buf(), nullptr, o0, o1, o2);
         }
       } else if (chain) {
         product(&sm.w[b][0][0][0], &sm.w[b][1][0][0], u0, u1, u2);
-      } else {
+      } else if (!kCheckpoint) {
         product(&sm.qg[b][0][0][0], &sm.qg[b][1][0][0], o0, o1, o2);
       }
     } else {
@@ -1279,13 +1284,17 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           const int r0 = mt * 16, q0 = 2 * (ks & 3);
           LdmAP([&](int r, int q) { return swz(tw, r0 + r, q0 + q); }, wh);
           LdmAP([&](int r, int q) { return swz(tw, kChunk + r0 + r, q0 + q); }, wl);
-          LdmAP([&](int r, int q) { return swz(tq, r0 + r, q0 + q); }, qh);
-          LdmAP([&](int r, int q) { return swz(tq, kChunk + r0 + r, q0 + q); }, ql);
+          if constexpr (!kCheckpoint) {
+            LdmAP([&](int r, int q) { return swz(tq, r0 + r, q0 + q); }, qh);
+            LdmAP([&](int r, int q) { return swz(tq, kChunk + r0 + r, q0 + q); }, ql);
+          }
         } else {
           LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
           LdmA<Tr::kKStride>(&sm.w[b][1][0][0], mt * 16, ks * 16, wl);
-          LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
-          LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+          if constexpr (!kCheckpoint) {
+            LdmA<Tr::kKStride>(&sm.qg[b][0][0][0], mt * 16, ks * 16, qh);
+            LdmA<Tr::kKStride>(&sm.qg[b][1][0][0], mt * 16, ks * 16, ql);
+          }
         }
 #pragma unroll
         for (int j = 0; j < kVP; ++j) {
@@ -1296,8 +1305,10 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
                                 sh, sl);
             Mma3(u0[j][nt], Tr::kSplitAcc ? u1[j][nt] : u0[j][nt],
                  Tr::kSplitAcc ? u2[j][nt] : u0[j][nt], wh, wl, sh, sl);
-            Mma3(o0[j][nt], Tr::kSplitAcc ? o1[j][nt] : o0[j][nt],
-                 Tr::kSplitAcc ? o2[j][nt] : o0[j][nt], qh, ql, sh, sl);
+            if constexpr (!kCheckpoint) {
+              Mma3(o0[j][nt], Tr::kSplitAcc ? o1[j][nt] : o0[j][nt],
+                   Tr::kSplitAcc ? o2[j][nt] : o0[j][nt], qh, ql, sh, sl);
+            }
           }
         }
       }
@@ -1349,7 +1360,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         }
       }
       if constexpr (kMc64) {
-        if (ow) MbarWait(&mb.full_m, static_cast<uint32_t>(c) & 1);  // for M U
+        if (!kCheckpoint && ow) MbarWait(&mb.full_m, static_cast<uint32_t>(c) & 1);  // for M U
       }
     } else if (c + Tr::kStages < chunks) {
       load_group1(record(c + Tr::kStages), b);
@@ -1359,7 +1370,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     // o += M U (causal: token tiles ks <= mt), then the output.
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      if (ow && ks <= mt) {
+      if (!kCheckpoint && ow && ks <= mt) {
         uint32_t mh[4], ml[4];
         if constexpr (kMc64) {  // M hi | lo: one tile
           const uint16_t* t = m_buf();
@@ -1467,7 +1478,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
     if (chain) store_state();
     if constexpr (kMc64) {  // rank 1 has read M (c): rank 0 may refill it (top of chunk c + 1)
-      if (lead && rank == 1 && c + 1 < chunks) MbarArrivePeer(&mb.empty_m, peer);
+      if (!kCheckpoint && lead && rank == 1 && c + 1 < chunks) MbarArrivePeer(&mb.empty_m, peer);
     }
     if constexpr (!kMc) {
       if (c + 1 < chunks) load_group2(record(c + 1));

@@ -7,8 +7,12 @@
 stage_sources() {
   local out=$1 tag=$2 rev=${3:-} f
   mkdir -p "$out/$tag/src"
-  for f in kda_chunked_forward.cu kda_chunked_forward.cuh kda_common.cuh kda_mma.cuh; do
-    if [ -n "$rev" ]; then git show "$rev:kernels/cuda/$f" > "$out/$tag/src/$f"
+  # kda_cluster_launch.cuh (from 0656857 on) includes kda_common.cuh beside it: staged with it.
+  for f in kda_chunked_forward.cu kda_chunked_forward.cuh kda_common.cuh kda_mma.cuh \
+    kda_cluster_launch.cuh; do
+    if [ -n "$rev" ]; then
+      git cat-file -e "$rev:kernels/cuda/$f" 2> /dev/null || continue
+      git show "$rev:kernels/cuda/$f" > "$out/$tag/src/$f"
     else cp "kernels/cuda/$f" "$out/$tag/src/$f"; fi
   done
   python3 tools/emu/emu_transform.py forward "$out/$tag/src/kda_chunked_forward.cu" \
