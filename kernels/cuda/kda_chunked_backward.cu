@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   const int64_t n = blockIdx.z;
   const int64_t H = a.s.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int g = lane >> 2, tq = lane & 3;
+  const int tq = lane & 3;
   // State tile vt (rows 16 vt ..), and the warp's token tile (dU) and K quarter (dS0): mt.
   const int vt = warp >> 2, mt = warp & 3;
   int64_t bos, eos;
@@ -287,43 +287,14 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   }
 
   // The warp's dS: rows 16 vt + g (+ 8), columns 32 mt + 8 nt + 2 tq (+ 1).
-  const int srow = 16 * vt + g;
   const int64_t state_off = (n * H + h) * kDimSq + int64_t{v0} * kDim;
+  const int64_t tile_off = 16 * vt * kDim + 32 * mt;
   float st[4][4];
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    const int col = 32 * mt + 8 * nt + 2 * tq;
-    float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
-    if (a.dfinal_state != nullptr) {
-      x = *reinterpret_cast<const float2*>(a.dfinal_state + state_off + srow * kDim + col);
-      y = *reinterpret_cast<const float2*>(a.dfinal_state + state_off + (srow + 8) * kDim + col);
-    }
-    st[nt][0] = x.x;
-    st[nt][1] = x.y;
-    st[nt][2] = y.x;
-    st[nt][3] = y.y;
-  }
-  auto store_state = [&]() {  // split into sm.s: two column tiles per stmatrix
-#pragma unroll
-    for (int np = 0; np < 2; ++np) {
-      uint32_t hi[4], lo[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int nt = 2 * np + (i >> 1), hh = i & 1;
-        SplitPair(st[nt][2 * hh], st[nt][2 * hh + 1], &hi[i], &lo[i]);
-      }
-      Stm4<Tr::kKStride>(&sm.s[0][0][0], 16 * vt, 32 * mt + 16 * np, hi);
-      Stm4<Tr::kKStride>(&sm.s[1][0][0], 16 * vt, 32 * mt + 16 * np, lo);
-    }
+  LoadStateTile(a.dfinal_state == nullptr ? nullptr : a.dfinal_state + state_off + tile_off, st);
+  auto store_state = [&]() {
+    StoreStateTileSplit<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], 16 * vt, 32 * mt, st);
   };
-  auto write_state = [&](float* dst) {  // the FP32 slice, dst at its row v0
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int col = 32 * mt + 8 * nt + 2 * tq;
-      *reinterpret_cast<float2*>(dst + srow * kDim + col) = make_float2(st[nt][0], st[nt][1]);
-      *reinterpret_cast<float2*>(dst + (srow + 8) * kDim + col) = make_float2(st[nt][2], st[nt][3]);
-    }
-  };
+  auto write_state = [&](float* dst) { WriteStateTile(dst + tile_off, st); };  // dst at row v0
   store_state();
   // dO^T tiles (A operands) from dO [t][j] by ldmatrix.trans: rows 16 vt .., tokens 16 ks ...
   auto dot_frag = [&](int db, int ks, uint32_t(&x)[4]) {

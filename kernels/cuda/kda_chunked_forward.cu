@@ -1078,8 +1078,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     ClusterSync();  // both CTAs' barriers initialised before any copy or arrival reaches them
   }
 
-  // The warp's state: rows srow + 16 j (+8) of the slice, columns 32 mt + 8 nt + 2 tq (+1).
-  const int srow = vt0 * 16 + g;
+  // The warp's state: rows 16 (vt0 + j) + g (+ 8) of the slice, columns 32 mt + 8 nt + 2 tq (+ 1).
   float st[kVP][4][4];
   {
     const float* init = a.initial_state == nullptr
@@ -1087,54 +1086,23 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
                             : a.initial_state + (n * H + h) * kDimSq + int64_t{v0} * kDim;
 #pragma unroll
     for (int j = 0; j < kVP; ++j) {
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int col = 32 * mt + 8 * nt + 2 * tq;
-        float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
-        if (chain && init != nullptr) {
-          x = *reinterpret_cast<const float2*>(init + (srow + 16 * j) * kDim + col);
-          y = *reinterpret_cast<const float2*>(init + (srow + 16 * j + 8) * kDim + col);
-        }
-        st[j][nt][0] = x.x;
-        st[j][nt][1] = x.y;
-        st[j][nt][2] = y.x;
-        st[j][nt][3] = y.y;
-      }
+      LoadStateTile(chain && init != nullptr ? init + 16 * (vt0 + j) * kDim + 32 * mt : nullptr,
+                    st[j]);
     }
   }
-  // S0 split into shared memory: rows srow (+ 8), columns 32 mt + 8 nt + 2 tq (+ 1), two column
-  // tiles per stmatrix.
+  // S0 split into shared memory.
   auto store_state = [&]() {
 #pragma unroll
     for (int j = 0; j < kVP; ++j) {
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        uint32_t hi[4], lo[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int nt = 2 * np + (i >> 1), hh = i & 1;
-          SplitPair(st[j][nt][2 * hh], st[j][nt][2 * hh + 1], &hi[i], &lo[i]);
-        }
-        const int vt = vt0 + j;
-        Stm4<Tr::kKStride>(&sm.s[0][0][0], vt * 16, 32 * mt + 16 * np, hi);
-        Stm4<Tr::kKStride>(&sm.s[1][0][0], vt * 16, 32 * mt + 16 * np, lo);
-      }
+      StoreStateTileSplit<Tr::kKStride>(&sm.s[0][0][0], &sm.s[1][0][0], 16 * (vt0 + j), 32 * mt,
+                                        st[j]);
     }
   };
   if (chain) store_state();
   // The FP32 state slice to global memory (a checkpoint, or final_state), `dst` at its row v0.
   auto write_state = [&](float* dst) {
 #pragma unroll
-    for (int j = 0; j < kVP; ++j) {
-      const int r = srow + 16 * j;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int col = 32 * mt + 8 * nt + 2 * tq;
-        *reinterpret_cast<float2*>(dst + r * kDim + col) = make_float2(st[j][nt][0], st[j][nt][1]);
-        *reinterpret_cast<float2*>(dst + (r + 8) * kDim + col) =
-            make_float2(st[j][nt][2], st[j][nt][3]);
-      }
-    }
+    for (int j = 0; j < kVP; ++j) WriteStateTile(dst + 16 * (vt0 + j) * kDim + 32 * mt, st[j]);
   };
   // Commit order: 1(0), [empty, 1(1),] 2(0), then per chunk c: 1(c + kStages), 2(c + 1). So at
   // the top of chunk c exactly kWaitTop groups are newer than group 1 of chunk c.

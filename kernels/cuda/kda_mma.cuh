@@ -278,6 +278,52 @@ __device__ __forceinline__ void StmT4(uint16_t* base, int row0, int col0, const 
 }
 #endif
 
+// A warp's 16 x 32 tile of an FP32 state (row-major, row stride kDim) held in the accumulator
+// layout of four 8-column n-tiles, as the chunked passes keep their state slices in registers:
+// lane (g, q) holds rows g and g + 8, columns 8 nt + 2 q, + 1. `tile` points at the tile's first
+// row and column. Loaded (zeros for a null tile), written back, or split into hi / lo planes of
+// shared memory (BF16 rows of kStride) at (row0, col0), two column tiles per stmatrix.
+__device__ __forceinline__ void LoadStateTile(const float* tile, float (&st)[4][4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    float2 x = make_float2(0.f, 0.f), y = make_float2(0.f, 0.f);
+    if (tile != nullptr) {
+      x = *reinterpret_cast<const float2*>(tile + g * kDim + 8 * nt + 2 * q);
+      y = *reinterpret_cast<const float2*>(tile + (g + 8) * kDim + 8 * nt + 2 * q);
+    }
+    st[nt][0] = x.x;
+    st[nt][1] = x.y;
+    st[nt][2] = y.x;
+    st[nt][3] = y.y;
+  }
+}
+__device__ __forceinline__ void WriteStateTile(float* tile, const float (&st)[4][4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    *reinterpret_cast<float2*>(tile + g * kDim + 8 * nt + 2 * q) =
+        make_float2(st[nt][0], st[nt][1]);
+    *reinterpret_cast<float2*>(tile + (g + 8) * kDim + 8 * nt + 2 * q) =
+        make_float2(st[nt][2], st[nt][3]);
+  }
+}
+template <int kStride>
+__device__ __forceinline__ void StoreStateTileSplit(uint16_t* hi_base, uint16_t* lo_base, int row0,
+                                                    int col0, const float (&st)[4][4]) {
+#pragma unroll
+  for (int np = 0; np < 2; ++np) {
+    uint32_t hi[4], lo[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int nt = 2 * np + (i >> 1), hh = i & 1;
+      SplitPair(st[nt][2 * hh], st[nt][2 * hh + 1], &hi[i], &lo[i]);
+    }
+    Stm4<kStride>(hi_base, row0, col0 + 16 * np, hi);
+    Stm4<kStride>(lo_base, row0, col0 + 16 * np, lo);
+  }
+}
+
 // A fragment (16 x 16) of a row-major FP32 matrix (row stride ld floats) at (row0, col0), split
 // into BF16 hi and lo parts on the fly (for operands that live in FP32 and are read once or twice).
 __device__ __forceinline__ void LoadASplit(const float* base, int ld, int row0, int col0,
