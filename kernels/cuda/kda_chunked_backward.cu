@@ -204,8 +204,6 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
                     kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
                 "-W | Q Gam and Kdec^T | M adjacent in the record");
-  // The 16-byte piece q of row r of a tile.
-  auto swz = [](uint16_t* tile, int r, int q) { return tile + r * 64 + 8 * (q ^ (r & 7)); };
 
   // Multicast mode: one thread (warp 3: token tile 3, the least dO^T M work) issues this CTA's
   // tiles, rank 0 Kdec^T hi, M, -W; rank 1 Kdec^T lo, Q Gam, Gam_C; and handles the barriers.
@@ -253,7 +251,7 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 3 * 128 * 8 / kT; ++i) {
       constexpr int kStep = kT / 8;
-      CpAsync<16>(swz(sm.kd[b], r8 + i * kStep, p8), src + i * kStep * kChunk * 2);
+      CpAsync<16>(Swz128(sm.kd[b], r8 + i * kStep, p8), src + i * kStep * kChunk * 2);
     }
   };
   auto load_b = [&](int64_t c) {  // rows R of -W | Q Gam, pieces p: tile 2 (R / 128) + p / 8
@@ -263,7 +261,7 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
     for (int i = 0; i < 4 * kChunk * 16 / kT; ++i) {
       constexpr int kStep = kT / 16;
       const int row = r16 + i * kStep;
-      CpAsync<16>(swz(sm.wq + (2 * (row / 128) + p16 / 8) * kTile, row % 128, p16 % 8),
+      CpAsync<16>(Swz128(sm.wq + (2 * (row / 128) + p16 / 8) * kTile, row % 128, p16 % 8),
                   src + i * kStep * kDim * 2);
     }
     if (tid < kDim / 4) CpAsync<16>(&sm.gc[c & 1][4 * tid], rec + kda_layout::kRecGamC + 16 * tid);
@@ -367,8 +365,9 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
         uint32_t ah[4], al[4], bh[2][2], bl[2][2];
         LdmA<Tr::kKStride>(&sm.s[0][0][0], 16 * vt, 16 * ks, ah);
         LdmA<Tr::kKStride>(&sm.s[1][0][0], 16 * vt, 16 * ks, al);
-        LdmBT4([&](int k, int q) { return swz(kd, k, q); }, 16 * ks, 16 * mt, bh[0], bh[1]);
-        LdmBT4([&](int k, int q) { return swz(kd + kTile, k, q); }, 16 * ks, 16 * mt, bl[0], bl[1]);
+        LdmBT4([&](int k, int q) { return Swz128(kd, k, q); }, 16 * ks, 16 * mt, bh[0], bh[1]);
+        LdmBT4([&](int k, int q) { return Swz128(kd + kTile, k, q); }, 16 * ks, 16 * mt, bl[0],
+               bl[1]);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) Mma3(x0[nt], x1[nt], x1[nt], ah, al, bh[nt], bl[nt]);
       }
@@ -377,10 +376,10 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
         if (ks < mt) continue;
         uint32_t d[4], bh[2][2], bl[2][2];
         dot_frag(db, ks, d);
-        LdmBT4([&](int s, int q) { return swz(kd + 2 * kTile, s, q); }, 16 * ks, 16 * mt, bh[0],
+        LdmBT4([&](int s, int q) { return Swz128(kd + 2 * kTile, s, q); }, 16 * ks, 16 * mt, bh[0],
                bh[1]);
-        LdmBT4([&](int s, int q) { return swz(kd + 2 * kTile, kChunk + s, q); }, 16 * ks, 16 * mt,
-               bl[0], bl[1]);
+        LdmBT4([&](int s, int q) { return Swz128(kd + 2 * kTile, kChunk + s, q); }, 16 * ks,
+               16 * mt, bl[0], bl[1]);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           Mma(y[nt], d, bh[nt]);
@@ -433,10 +432,10 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
         for (int np = 0; np < 2; ++np) {
           uint32_t wh[2][2], wl[2][2], qh[2][2], ql[2][2];
           const int k0 = 16 * ks, n0 = 8 * (q0 + 2 * np);
-          LdmBT4([&](int t, int q) { return swz(wt, t, q); }, k0, n0, wh[0], wh[1]);
-          LdmBT4([&](int t, int q) { return swz(wt, kChunk + t, q); }, k0, n0, wl[0], wl[1]);
-          LdmBT4([&](int t, int q) { return swz(qt, t, q); }, k0, n0, qh[0], qh[1]);
-          LdmBT4([&](int t, int q) { return swz(qt, kChunk + t, q); }, k0, n0, ql[0], ql[1]);
+          LdmBT4([&](int t, int q) { return Swz128(wt, t, q); }, k0, n0, wh[0], wh[1]);
+          LdmBT4([&](int t, int q) { return Swz128(wt, kChunk + t, q); }, k0, n0, wl[0], wl[1]);
+          LdmBT4([&](int t, int q) { return Swz128(qt, t, q); }, k0, n0, qh[0], qh[1]);
+          LdmBT4([&](int t, int q) { return Swz128(qt, kChunk + t, q); }, k0, n0, ql[0], ql[1]);
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const int nt = 2 * np + j;

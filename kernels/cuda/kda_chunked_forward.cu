@@ -867,8 +867,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 // chunk-start state and no output; a separate instantiation, so the forward's code is unchanged.
 // kMc: the pass (16, 32 or 64 rows; forward or checkpoint) launched as 2-CTA clusters
 // (McBarriers, McMaps): the record operands common to the slices arrive by TMA multicast on
-// mbarriers, issued by one thread of each CTA. The checkpoint instance still receives Q Gam and M,
-// which only its (dead) o products read: the copies keep the forward's schedule and barriers.
+// mbarriers, issued by one thread of each CTA. The checkpoint instance writes no o: it copies
+// neither Q Gam nor M and its o warps only keep the barriers (the forward's schedule otherwise).
 template <int kRows, bool kCheckpoint, bool kMc = false>
 __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
@@ -1014,8 +1014,6 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       return sm.gc;
     }
   };
-  // The 16-byte piece q (of 8) of row r of a tile: 128-byte swizzle, as the TMA stores it.
-  auto swz = [](const uint16_t* tile, int r, int q) { return tile + r * 64 + 8 * (q ^ (r & 7)); };
   // A tile of chunk c's record at (x, y) of `map`; the emulator copies it from emu_src instead.
   auto mc_tile = [&](uint16_t* dst, const CUtensorMap* map, int x, int y, int64_t c, uint64_t* bar,
                      const char* emu_src, int emu_row_bytes) {
@@ -1212,8 +1210,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           if constexpr (kMc) {  // a_hi: the column halves' tiles, planes hi, lo in their rows
             const uint16_t* t = a_hi + (ks >> 2) * kTile;
             const int r0 = mt * 16, q0 = 2 * (ks & 3);
-            LdmAP([&](int r, int q) { return swz(t, r0 + r, q0 + q); }, ah);
-            LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, q0 + q); }, al);
+            LdmAP([&](int r, int q) { return Swz128(t, r0 + r, q0 + q); }, ah);
+            LdmAP([&](int r, int q) { return Swz128(t, kChunk + r0 + r, q0 + q); }, al);
           } else {
             LdmA<Tr::kKStride>(a_hi, mt * 16, ks * 16, ah);
             LdmA<Tr::kKStride>(a_lo, mt * 16, ks * 16, al);
@@ -1250,11 +1248,11 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           const uint16_t* tw = w_buf(0) + (ks >> 2) * kTile;
           const uint16_t* tq = qg_buf() + (ks >> 2) * kTile;
           const int r0 = mt * 16, q0 = 2 * (ks & 3);
-          LdmAP([&](int r, int q) { return swz(tw, r0 + r, q0 + q); }, wh);
-          LdmAP([&](int r, int q) { return swz(tw, kChunk + r0 + r, q0 + q); }, wl);
+          LdmAP([&](int r, int q) { return Swz128(tw, r0 + r, q0 + q); }, wh);
+          LdmAP([&](int r, int q) { return Swz128(tw, kChunk + r0 + r, q0 + q); }, wl);
           if constexpr (!kCheckpoint) {
-            LdmAP([&](int r, int q) { return swz(tq, r0 + r, q0 + q); }, qh);
-            LdmAP([&](int r, int q) { return swz(tq, kChunk + r0 + r, q0 + q); }, ql);
+            LdmAP([&](int r, int q) { return Swz128(tq, r0 + r, q0 + q); }, qh);
+            LdmAP([&](int r, int q) { return Swz128(tq, kChunk + r0 + r, q0 + q); }, ql);
           }
         } else {
           LdmA<Tr::kKStride>(&sm.w[b][0][0][0], mt * 16, ks * 16, wh);
@@ -1343,13 +1341,13 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         if constexpr (kMc64) {  // M hi | lo: one tile
           const uint16_t* t = m_buf();
           const int r0 = mt * 16;
-          LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
-          LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
+          LdmAP([&](int r, int q) { return Swz128(t, r0 + r, 2 * ks + q); }, mh);
+          LdmAP([&](int r, int q) { return Swz128(t, kChunk + r0 + r, 2 * ks + q); }, ml);
         } else if constexpr (kMc) {  // M's rows follow Kdec^T's 2 kDim in the tiles
           const uint16_t* t = kd_buf(kb);
           const int r0 = 2 * kDim + mt * 16;
-          LdmAP([&](int r, int q) { return swz(t, r0 + r, 2 * ks + q); }, mh);
-          LdmAP([&](int r, int q) { return swz(t, kChunk + r0 + r, 2 * ks + q); }, ml);
+          LdmAP([&](int r, int q) { return Swz128(t, r0 + r, 2 * ks + q); }, mh);
+          LdmAP([&](int r, int q) { return Swz128(t, kChunk + r0 + r, 2 * ks + q); }, ml);
         } else {
           LdmA<Tr::kTStride>(&sm.m[0][0][0], mt * 16, ks * 16, mh);
           LdmA<Tr::kTStride>(&sm.m[1][0][0], mt * 16, ks * 16, ml);
@@ -1421,7 +1419,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         for (int nt = 0; nt < 4; ++nt) {
           uint32_t bh[2], bl[2];
           if constexpr (kMc) {
-            LdmB2P([&](int plane, int r, int q) { return swz(kd_buf(kb), kDim * plane + r, q); },
+            LdmB2P([&](int plane, int r, int q) { return Swz128(kd_buf(kb), kDim * plane + r, q); },
                    32 * mt + 8 * nt, 2 * ks, bh, bl);
           } else {
             LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,

@@ -441,6 +441,14 @@ __device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], 
   Split3Pair(x[2], x[3], &hi[1], &mid[1], &lo[1]);
 }
 
+// The 16-byte piece q of row r of a record tile (128 rows of 64 BF16) in shared memory, as the
+// TMA's 128-byte swizzle lays it out (piece q at q ^ (r % 8)): the tiles' ldmatrix rows fall in
+// distinct banks without padding. The plain (cp.async) instances store their tiles the same way.
+template <class T>
+__device__ __forceinline__ T* Swz128(T* tile, int r, int q) {
+  return tile + r * 64 + 8 * (q ^ (r & 7));
+}
+
 // ---- 2-CTA clusters: mbarriers and multicast copies (the state pass, every width) -------------
 // The two CTAs of a cluster each copy half of a chunk record's shared operands into both CTAs'
 // shared memory (TMA tiles and bulk copies, .multicast::cluster: L2 serves each byte once for the
@@ -466,8 +474,7 @@ inline void TmaTileMulticast(uint16_t* smem, const CUtensorMap*, int, int, int, 
                              const char* emu_src, int emu_row_bytes) {
   for (int r = 0; r < 128; ++r) {
     for (int j = 0; j < 8; ++j) {
-      std::memcpy(smem + r * 64 + 8 * (j ^ (r & 7)), emu_src + int64_t{r} * emu_row_bytes + 16 * j,
-                  16);
+      std::memcpy(Swz128(smem, r, j), emu_src + int64_t{r} * emu_row_bytes + 16 * j, 16);
     }
   }
 }

@@ -13,7 +13,7 @@ out=${OUT:-/tmp/kda_emu}
 bash tools/emu/build_kda_bwd_emu.sh tools/emu/kda_chunked_backward_emu.cc "$out" kda_chunked_backward_emu
 # Records and S0 built in FP64 (kernels 2-4 alone), then from the emulated launch 1 (all four).
 # The three cases run the reverse chain's 16-, 32- and 64-row slices in turn (its cluster
-# instance); a last case its plain fallback, which must give the same bits as the first.
+# instance); a last case its plain fallback, which must give the bits of the first kernels case.
 for src in fp64 kernels; do
   "$out/kda_chunked_backward_emu" init 0 $src 16
   "$out/kda_chunked_backward_emu" noinit 0 $src 32
