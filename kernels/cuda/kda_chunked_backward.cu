@@ -552,9 +552,15 @@ constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) == sizeof(float) * kChunk * kLdF, "parts fit");
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
 
-// The record's eight consecutive split operands at src (hi; lo at src + lo_src), joined (exact:
-// lo's exponent is >= 8 below hi's) and split again: the parts to dst (hi) and dst + lo_dst (lo),
-// one 16-byte store each (src and dst 16-byte aligned).
+// A packed pair of the record's split operands (hi parts h, lo parts l) joined (exact: lo's
+// exponent is >= 8 below hi's) and split again (SplitPair) into sh, sl.
+__device__ __forceinline__ void ResplitPair(uint32_t h, uint32_t l, uint32_t* sh, uint32_t* sl) {
+  SplitPair(Bf16(h & 0xffff) + Bf16(l & 0xffff), Bf16(h >> 16) + Bf16(l >> 16), sh, sl);
+}
+
+// The record's eight consecutive split operands at src (hi; lo at src + lo_src), re-split
+// (ResplitPair): the parts to dst (hi) and dst + lo_dst (lo), one 16-byte store each (src and dst
+// 16-byte aligned).
 __device__ __forceinline__ void StageResplit8(uint16_t* dst, int lo_dst, const uint16_t* src,
                                               int lo_src) {
   const uint4 hi = *reinterpret_cast<const uint4*>(src);
@@ -563,8 +569,7 @@ __device__ __forceinline__ void StageResplit8(uint16_t* dst, int lo_dst, const u
   uint32_t sh[4], sl[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    SplitPair(Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff), Bf16(h[j] >> 16) + Bf16(l[j] >> 16),
-              &sh[j], &sl[j]);
+    ResplitPair(h[j], l[j], &sh[j], &sl[j]);
   }
   *reinterpret_cast<uint4*>(dst) = make_uint4(sh[0], sh[1], sh[2], sh[3]);
   *reinterpret_cast<uint4*>(dst + lo_dst) = make_uint4(sl[0], sl[1], sl[2], sl[3]);
@@ -581,8 +586,7 @@ __device__ __forceinline__ void StageResplitT8(uint16_t* dst, int ld, int lo_dst
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     uint32_t sh, sl;
-    SplitPair(Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff), Bf16(h[j] >> 16) + Bf16(l[j] >> 16), &sh,
-              &sl);
+    ResplitPair(h[j], l[j], &sh, &sl);
     dst[(2 * j) * ld] = static_cast<uint16_t>(sh & 0xffff);
     dst[(2 * j + 1) * ld] = static_cast<uint16_t>(sh >> 16);
     dst[lo_dst + (2 * j) * ld] = static_cast<uint16_t>(sl & 0xffff);
