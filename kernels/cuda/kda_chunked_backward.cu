@@ -34,6 +34,7 @@
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 #include <atomic>
+#include <cstddef>
 #include <string>
 
 #include "kda_chunked_backward.cuh"
@@ -513,6 +514,15 @@ struct GradSmem {
   float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
 };
 static_assert(sizeof(GradSmem) + 1024 <= 227 * 1024, "one CTA per SM");
+// The pair terms' split dA and dM: six BF16 planes [kChunk][kLdPair] (rows 144 B apart: the eight
+// rows of an ldmatrix matrix fall in distinct 16-byte bank groups) over d_o, r1 and p.
+constexpr int kLdPair = kChunk + 8;
+constexpr int kPairPlane = kChunk * kLdPair;
+static_assert(offsetof(GradSmem, r1) == offsetof(GradSmem, d_o) + sizeof(GradSmem::d_o) &&
+                  offsetof(GradSmem, p) == offsetof(GradSmem, r1) + sizeof(GradSmem::r1) &&
+                  6 * kPairPlane * sizeof(uint16_t) <=
+                      sizeof(GradSmem::d_o) + sizeof(GradSmem::r1) + sizeof(GradSmem::p),
+              "the six planes fit in d_o .. p");
 // The epilogue's per-token-group partials [2][kTq][kDim] live in bufu (dead by then).
 static_assert(2 * GradTraits::kTq * kDim <= kChunk * kLdF, "partials fit in bufu");
 
@@ -1199,9 +1209,61 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // G (one DecayExp per element). The results reach the per-token layout through bufw and bufu
   // (dKb and dVb are dead after dbeta). The CUDA-core walk with one accurate expf per pair and
   // channel was 32% of the kernel's instructions.
-  __syncthreads();  // dbeta has read dKb and dVb
+  __syncthreads();  // dbeta has read dKb, dVb and P
+  // dA and dM in their three BF16 parts (Split3Pair is elementwise), split once for all warps:
+  // the pair terms below load their A operands by ldmatrix (.trans on the column side), where
+  // each warp split the same tiles again in every step (eight Split3Pair a step and matrix). Same
+  // parts, same MMAs: the same bits. The six planes take d_o .. P (dO, U and P are dead); dA's
+  // FP32 copy lies in that span (r1), so every thread reads its pairs before the barrier.
+  uint16_t* const planes = reinterpret_cast<uint16_t*>(&sm.d_o[0][0]);  // dA hi mid lo, dM ...
+  {
+    constexpr int kPairs = kChunk * kChunk / 2 / Tr::kThreads;
+    float2 xa[kPairs], xm[kPairs];
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+      const int e = tid + Tr::kThreads * j, t = e / (kChunk / 2), c = 2 * (e % (kChunk / 2));
+      xa[j] = *reinterpret_cast<const float2*>(&sm.r1.pa.da[t][c]);
+      xm[j] = *reinterpret_cast<const float2*>(&sm.dm[t][c]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+      const int e = tid + Tr::kThreads * j, t = e / (kChunk / 2), c = 2 * (e % (kChunk / 2));
+      uint32_t x3[2][3];
+      Split3Pair(xa[j].x, xa[j].y, &x3[0][0], &x3[0][1], &x3[0][2]);
+      Split3Pair(xm[j].x, xm[j].y, &x3[1][0], &x3[1][1], &x3[1][2]);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int part = 0; part < 3; ++part) {
+          *reinterpret_cast<uint32_t*>(planes + (3 * m + part) * kPairPlane + t * kLdPair + c) =
+              x3[m][part];
+        }
+      }
+    }
+  }
+  __syncthreads();  // the planes are complete
   {
     const int g = lane >> 2, q2 = 2 * (lane & 3), kch = n0 + g;  // B's channel
+    // The A tile (rows m0 .., columns i0 ..) of plane pl in its three parts; .trans: of its
+    // transpose (rows i0 .., columns m0 .. of the plane).
+    auto plane_a = [&](int pl, int m0, int i0, uint32_t(&ah)[4], uint32_t(&am)[4],
+                       uint32_t(&al)[4]) {
+      const uint16_t* const b = planes + 3 * pl * kPairPlane;
+      LdmA<kLdPair>(b, m0, i0, ah);
+      LdmA<kLdPair>(b + kPairPlane, m0, i0, am);
+      LdmA<kLdPair>(b + 2 * kPairPlane, m0, i0, al);
+    };
+    auto plane_at = [&](int pl, int m0, int i0, uint32_t(&ah)[4], uint32_t(&am)[4],
+                        uint32_t(&al)[4]) {
+      const uint16_t* const b = planes + 3 * pl * kPairPlane;
+      auto piece = [&](const uint16_t* x) {
+        return [x](int k, int q) { return x + k * kLdPair + 8 * q; };
+      };
+      LdmATP(piece(b), i0, m0, ah);
+      LdmATP(piece(b + kPairPlane), i0, m0, am);
+      LdmATP(piece(b + 2 * kPairPlane), i0, m0, al);
+    };
     // Row side, row tile J: RA = dA[J rows][i] Kc_J[i], RM = dM[J rows][i] Kc_J[i], with
     // Kc_J[i][k] = kh_i exp(r_J - G_i); times exp(G_t - r_J) at the end.
 #pragma unroll 1
@@ -1220,19 +1282,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
           Split3Pair(x0, x1, &bh[r], &bm[r], &bl[r]);
         }
         uint32_t ah[4], am[4], al[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {  // rows m0 + g (+ 8), columns i0 + q2 (+ 1) (+ 8)
-          const float2 x = *reinterpret_cast<const float2*>(
-              &sm.r1.pa.da[m0 + g + 8 * (r & 1)][i0 + q2 + 8 * (r >> 1)]);
-          Split3Pair(x.x, x.y, &ah[r], &am[r], &al[r]);
-        }
+        plane_a(0, m0, i0, ah, am, al);  // dA
         Mma6(ra, ah, am, al, bh, bm, bl);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const float2 x = *reinterpret_cast<const float2*>(
-              &sm.dm[m0 + g + 8 * (r & 1)][i0 + q2 + 8 * (r >> 1)]);
-          Split3Pair(x.x, x.y, &ah[r], &am[r], &al[r]);
-        }
+        plane_a(1, m0, i0, ah, am, al);  // dM
         Mma6(rm, ah, am, al, bh, bm, bl);
       }
 #pragma unroll
@@ -1257,48 +1309,38 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     __syncthreads();  // the row side is read: the column side takes bufw
     // Column side, row tile J, column sub-chunks J' >= J: S = dA[i][t]^T (beta_i Kf_i) +
     // dM[i][t]^T Qf_i over i in J', Kf_i = kh_i exp(G_i - r_J'), Qf_i likewise; col += exp(r_J' -
-    // G_t) S.
+    // G_t) S. The column sub-chunk is the outer loop, so that Kf and Qf are built once for all
+    // J <= J'. Each lane sums its own col elements in bufw (no other lane touches them), for each
+    // J over J' = J, J + 1, .. in that order, as a register sum per J would.
 #pragma unroll 1
-    for (int J = 0; J < kChunk / 16; ++J) {
-      const int m0 = 16 * J;
-      float col[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 1
-      for (int i0 = m0; i0 < kChunk; i0 += 16) {
-        const float rj = sm.G[i0][kch];
-        uint32_t kh3[3][2], qh3[3][2];
+    for (int Jc = 0; Jc < kChunk / 16; ++Jc) {
+      const int i0 = 16 * Jc;
+      const float rj = sm.G[i0][kch];
+      uint32_t kh3[3][2], qh3[3][2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int i = i0 + q2 + 8 * r;
-          const float f0 = DecayExp(sm.G[i][kch] - rj), f1 = DecayExp(sm.G[i + 1][kch] - rj);
-          Split3Pair(sm.bt[i] * (KhAt(sm, i, kch) * f0), sm.bt[i + 1] * (KhAt(sm, i + 1, kch) * f1),
-                     &kh3[0][r], &kh3[1][r], &kh3[2][r]);
-          Split3Pair(QhAt(sm, i, kch) * f0, QhAt(sm, i + 1, kch) * f1, &qh3[0][r], &qh3[1][r],
-                     &qh3[2][r]);
-        }
+      for (int r = 0; r < 2; ++r) {
+        const int i = i0 + q2 + 8 * r;
+        const float f0 = DecayExp(sm.G[i][kch] - rj), f1 = DecayExp(sm.G[i + 1][kch] - rj);
+        Split3Pair(sm.bt[i] * (KhAt(sm, i, kch) * f0), sm.bt[i + 1] * (KhAt(sm, i + 1, kch) * f1),
+                   &kh3[0][r], &kh3[1][r], &kh3[2][r]);
+        Split3Pair(QhAt(sm, i, kch) * f0, QhAt(sm, i + 1, kch) * f1, &qh3[0][r], &qh3[1][r],
+                   &qh3[2][r]);
+      }
+#pragma unroll 1
+      for (int J = 0; J <= Jc; ++J) {
+        const int m0 = 16 * J;
         float sp[4] = {0.f, 0.f, 0.f, 0.f};
         uint32_t ah[4], am[4], al[4];
-#pragma unroll
-        for (int r = 0; r < 4;
-             ++r) {  // A[t][i] = dA[i][t]: t = m0 + g (+ 8), i = i0 + q2 (+ 1) (+ 8)
-          const int t = m0 + g + 8 * (r & 1), i = i0 + q2 + 8 * (r >> 1);
-          Split3Pair(sm.r1.pa.da[i][t], sm.r1.pa.da[i + 1][t], &ah[r], &am[r], &al[r]);
-        }
+        plane_at(0, m0, i0, ah, am, al);  // A[t][i] = dA[i][t]
         Mma6(sp, ah, am, al, kh3[0], kh3[1], kh3[2]);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int t = m0 + g + 8 * (r & 1), i = i0 + q2 + 8 * (r >> 1);
-          Split3Pair(sm.dm[i][t], sm.dm[i + 1][t], &ah[r], &am[r], &al[r]);
-        }
+        plane_at(1, m0, i0, ah, am, al);  // dM[i][t]
         Mma6(sp, ah, am, al, qh3[0], qh3[1], qh3[2]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
-          col[e] = fmaf(DecayExp(sm.G[i0][k] - sm.G[t][k]), sp[e], col[e]);  // exp(r_J' - G_t)
+          const float prev = J == Jc ? 0.f : sm.bufw[t][k];
+          sm.bufw[t][k] = fmaf(DecayExp(sm.G[i0][k] - sm.G[t][k]), sp[e], prev);  // exp(r_J' - G_t)
         }
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        sm.bufw[m0 + g + 8 * (e >> 1)][n0 + q2 + (e & 1)] = col[e];
       }
     }
     __syncthreads();
