@@ -705,23 +705,29 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // the forward's preparation computes A: per 16-row sub-chunk J, rows k_t exp(G_t - r_J) times
   // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
   // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
-  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8
-  // over 16 warps. The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
+  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8.
+  // The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
   // even with DecayExp. Computed first, into its own array (it lives until dbeta, beside U), so
   // the Uv solve below has it; P right of a row's sub-chunk is left unwritten until the -A^T pass
   // (nothing reads it before).
   {
-    constexpr int kTiles = 20;  // sub-chunk J has 2 J + 2 column tiles: 2 + 4 + 6 + 8
-#pragma unroll 1
-    for (int tile = warp; tile < kTiles; tile += Tr::kWarps) {
-      const int J = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
-      const int m0 = 16 * J, c0 = 8 * (tile - J * (J + 1));
+    // Sub-chunk J has 2 J + 2 column tiles (2 + 4 + 6 + 8), in J + 1 pairs (columns 16 p ..
+    // 16 p + 15): ten pairs on warps 0-9, each step's row factors built once for both tiles of a
+    // pair (with a tile per warp, warps 0-3 took two tiles and built them twice). Per tile the
+    // same MMAs in the same order: the same bits.
+    if (warp < 10) {
+      const int J = warp < 4 ? 3 : warp < 7 ? 2 : warp < 9 ? 1 : 0;
+      const int m0 = 16 * J, c0 = 16 * (warp - (J == 3 ? 0 : J == 2 ? 4 : J == 1 ? 7 : 9));
       const int g = lane >> 2, q2 = 2 * (lane & 3);
-      float a0[4] = {0.f, 0.f, 0.f, 0.f}, a1[4] = {0.f, 0.f, 0.f, 0.f};
-      float a2[4] = {0.f, 0.f, 0.f, 0.f};
+      float a0[2][4], a1[2][4], a2[2][4];
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a0[n][e] = a1[n][e] = a2[n][e] = 0.f;
+      }
 #pragma unroll 1
       for (int k0 = 0; k0 < kDim; k0 += 16) {
-        uint32_t ah[4], al[4], bh[2], bl[2];
+        uint32_t ah[4], al[4];
 #pragma unroll
         for (int r = 0; r < 4; ++r) {  // A: rows m0 + g (+ 8), keys k0 + q2 (+ 1) (+ 8)
           const int t = m0 + g + 8 * (r & 1), k = k0 + q2 + 8 * (r >> 1);
@@ -730,18 +736,25 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
           SplitPair(x0, x1, &ah[r], &al[r]);
         }
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {  // B: column i = c0 + g, keys k0 + q2 (+ 1) (+ 8)
-          const int i = c0 + g, k = k0 + q2 + 8 * r;
-          const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
-          const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
-          SplitPair(x0, x1, &bh[r], &bl[r]);
+        for (int n = 0; n < 2; ++n) {
+          uint32_t bh[2], bl[2];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {  // B: column i = c0 + 8 n + g, keys k0 + q2 (+ 1) (+ 8)
+            const int i = c0 + 8 * n + g, k = k0 + q2 + 8 * r;
+            const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
+            const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
+            SplitPair(x0, x1, &bh[r], &bl[r]);
+          }
+          Mma3(a0[n], a1[n], a2[n], ah, al, bh, bl);
         }
-        Mma3(a0, a1, a2, ah, al, bh, bl);
       }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int t = m0 + g + 8 * (e >> 1), i = c0 + q2 + (e & 1);
-        sm.p[t][i] = i < t ? (a0[e] + (a1[e] + a2[e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = m0 + g + 8 * (e >> 1), i = c0 + 8 * n + q2 + (e & 1);
+          sm.p[t][i] = i < t ? (a0[n][e] + (a1[n][e] + a2[n][e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
+        }
       }
     }
   }
@@ -944,7 +957,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ao[4], uh[4], ul[4];
-        LoadA<kLdH>(&sm.d_o[0][0], 16 * m, v0, ao);
+        LdmA<kLdH>(&sm.d_o[0][0], 16 * m, v0, ao);
         Mma(cq[m], ao, bl);
         Mma(cq[m], ao, bm);
         Mma(cq[m], ao, bh);
@@ -1035,9 +1048,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 2
         for (int v0 = 0; v0 < kDim; v0 += 16) {
           uint32_t ao[4], bh[2], bm[2], bl[2];
-          LoadA<kLdH>(&sm.d_o[0][0], m0, v0, ao);
-          LoadB<kLdH>(u_parts, c0, v0, bh);
-          LoadB<kLdH>(u_parts + kSplitLo, c0, v0, bm);
+          LdmA<kLdH>(&sm.d_o[0][0], m0, v0, ao);
+          LdmB2<kLdH>(u_parts, u_parts + kSplitLo, c0, v0, bh, bm);
           LoadB<kLdH>(u_lo, c0, v0, bl);
           Mma(acc[n], ao, bl);
           Mma(acc[n], ao, bm);
