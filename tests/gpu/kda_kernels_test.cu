@@ -273,8 +273,20 @@ void RunBothChunked(Problem& pr, cudaStream_t stream) {
 
 void CheckAgainstFp64(Problem& pr, const char* tag);
 
+// Seeds the input generator for one accuracy draw and prints the seed, so that a failing fresh
+// draw (the chunked backward's dA_log tail shows on a few percent of them) can be rerun:
+// KDA_TEST_SEED=<seed> with the failing test's --gtest_filter draws the same inputs.
+uint64_t SeedFreshDraw() {
+  const char* env = std::getenv("KDA_TEST_SEED");
+  const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  testing::Rng().seed(seed);
+  std::printf("[ seed ] KDA_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
 TEST_P(KdaKernelsAccuracy, MatchesFp64Reference) {
   CAKEGRAD_REQUIRE_GPU();
+  SCOPED_TRACE("KDA_TEST_SEED=" + std::to_string(SeedFreshDraw()));
   Problem pr(GetParam());
   pr.Poison();
   RunBoth(pr, nullptr);
@@ -355,6 +367,7 @@ class KdaChunkedBackwardAccuracy : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(KdaChunkedBackwardAccuracy, MatchesFp64Reference) {
   CAKEGRAD_REQUIRE_GPU();
+  SCOPED_TRACE("KDA_TEST_SEED=" + std::to_string(SeedFreshDraw()));
   Problem pr(GetParam());
   pr.Poison();
   RunBothChunked(pr, nullptr);
@@ -401,6 +414,7 @@ class KdaForwardAccuracy : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(KdaForwardAccuracy, MatchesFp64Reference) {
   CAKEGRAD_REQUIRE_GPU();
+  SCOPED_TRACE("KDA_TEST_SEED=" + std::to_string(SeedFreshDraw()));
   Problem pr(GetParam());
   pr.Poison();
   const Status f = KdaForwardCuda(pr.Fwd(), nullptr);
