@@ -706,10 +706,10 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
   // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
   // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8.
-  // The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread
-  // even with DecayExp. Computed first, into its own array (it lives until dbeta, beside U), so
-  // the Uv solve below has it; P right of a row's sub-chunk is left unwritten until the -A^T pass
-  // (nothing reads it before).
+  // The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread even with
+  // DecayExp. Computed first, into its own array (it lives until dbeta, beside U), so the Uv solve
+  // below has it; P right of a row's sub-chunk is left unwritten until the -A^T pass (nothing
+  // reads it before).
   {
     // Sub-chunk J has 2 J + 2 column tiles (2 + 4 + 6 + 8), in J + 1 pairs (columns 16 p ..
     // 16 p + 15): ten pairs on warps 0-9, each step's row factors built once for both tiles of a
