@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Run here (the development machine): builds the variants of one kernel source file for an A/B
+# call of tools/gpu/ab_bench.sh and packs them small enough to carry (the working tree and the
+# carry together must stay under the device tool's 64 MiB).
+#   bash tools/gpu/build_ab_carry.sh NAME FAMILY FILE VARIANT=SOURCE ...
+# FILE is the source the variants replace (e.g. kernels/cuda/kda_chunked_backward.cu); SOURCE is
+# a file path (FILE itself means its content as the call found it) or git:REV (FILE as committed
+# at REV). Each variant gets FILE's content, one
+# kernels-only build (BUILD_DIR, default /tmp/ab-build, configured on first use) and its stripped
+# family test and bench binaries in .carry/NAME/VARIANT/. FILE is restored afterwards, whatever
+# happens. The result is .carry/NAMEx/NAME.tar.xz; carry [".carry/NAMEx"] and unpack it there with
+# `tar xJf .carry/NAMEx/NAME.tar.xz -C .carry` before `bash tools/gpu/ab_bench.sh .carry/NAME ...`.
+set -euo pipefail
+[ $# -ge 4 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+name=$1 family=$2 file=$3
+shift 3
+cd "$(git rev-parse --show-toplevel)"
+case $family in conv1d | mhc | kda) ;; *) echo "FAMILY must be conv1d, mhc or kda" >&2; exit 2 ;; esac
+[ -f "$file" ] || { echo "no such file: $file" >&2; exit 2; }
+build=${BUILD_DIR:-/tmp/ab-build}
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCAKEGRAD_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+saved=$(mktemp)
+cp "$file" "$saved"
+trap 'cp "$saved" "$file"; rm -f "$saved"' EXIT
+out=.carry/$name
+rm -rf "$out" ".carry/${name}x"
+for spec in "$@"; do
+  v=${spec%%=*} src=${spec#*=}
+  case $src in
+    git:*) git show "${src#git:}:$file" > "$file" ;;
+    *) if [ "$(realpath "$src")" = "$(realpath "$file")" ]; then cp "$saved" "$file"; else cp "$src" "$file"; fi ;;
+  esac
+  ninja -C "$build" "cakegrad_gpu_${family}_tests" "cakegrad_${family}_bench" > "$build/ab_$v.log" 2>&1 ||
+    { tail -20 "$build/ab_$v.log" >&2; echo "variant $v failed to build" >&2; exit 1; }
+  mkdir -p "$out/$v"
+  cp "$build/tests/cakegrad_gpu_${family}_tests" "$build/bench/cakegrad_${family}_bench" "$out/$v/"
+  strip "$out/$v/"*
+  echo "$v: $(md5sum < "$out/$v/cakegrad_${family}_bench" | cut -c1-12) from $src"
+done
+mkdir -p ".carry/${name}x"
+tar cJf ".carry/${name}x/$name.tar.xz" -C .carry "$name"
+echo "packed .carry/${name}x/$name.tar.xz ($(du -h ".carry/${name}x/$name.tar.xz" | cut -f1))"
