@@ -556,7 +556,7 @@ __device__ __forceinline__ float QhAt(const GradSmem& sm, int t, int k) {
 // LoadASplit made of their FP32 staging in every warp and k-step: split once per element, the
 // U / dU products load them with ldmatrix (one instruction per part and fragment, where LoadASplit
 // took four 8-byte loads and four paired splits). [kChunk][kLdH] each, lo after hi, in bufw / bufu.
-// U likewise in three parts (Split3Pair, as LoadASplit3 / LoadBSplitT3 split it in dKdec and dM):
+// U likewise in three parts (Split3Pair, as LoadASplit3 would split it for dKdec and dM):
 // hi and mid in r1, lo in dm.
 constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) == sizeof(float) * kChunk * kLdF, "parts fit");

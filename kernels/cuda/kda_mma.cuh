@@ -377,8 +377,8 @@ __device__ __forceinline__ void Split3Pair(float x0, float x1, uint32_t* hi, uin
   *lo = PackBf16x2(r0 - LowBf16(m), r1 - HighBf16(m));
 }
 
-// LoadASplit / LoadBSplit / LoadBSplitT with three parts (Split3Pair): hi and mid are exactly
-// the two-part split's hi and lo, so one load serves a BF16x3 and a BF16x6 product alike.
+// LoadASplit with three parts (Split3Pair): hi and mid are exactly the two-part split's hi and
+// lo, so one load serves a BF16x3 and a BF16x6 product alike.
 __device__ __forceinline__ void LoadASplit3(const float* base, int ld, int row0, int col0,
                                             uint32_t (&hi)[4], uint32_t (&mid)[4],
                                             uint32_t (&lo)[4]) {
@@ -389,24 +389,6 @@ __device__ __forceinline__ void LoadASplit3(const float* base, int ld, int row0,
     const float2 x = *reinterpret_cast<const float2*>(p + 8 * ld * (r & 1) + 8 * (r >> 1));
     Split3Pair(x.x, x.y, &hi[r], &mid[r], &lo[r]);
   }
-}
-__device__ __forceinline__ void LoadBSplit3(const float* base, int ld, int k0, int n0,
-                                            uint32_t (&hi)[2], uint32_t (&mid)[2],
-                                            uint32_t (&lo)[2]) {
-  const int lane = threadIdx.x & 31;
-  const float* p = base + (k0 + 2 * (lane & 3)) * ld + n0 + (lane >> 2);
-  Split3Pair(p[0], p[ld], &hi[0], &mid[0], &lo[0]);
-  Split3Pair(p[8 * ld], p[9 * ld], &hi[1], &mid[1], &lo[1]);
-}
-__device__ __forceinline__ void LoadBSplitT3(const float* base, int ld, int n0, int k0,
-                                             uint32_t (&hi)[2], uint32_t (&mid)[2],
-                                             uint32_t (&lo)[2]) {
-  const int lane = threadIdx.x & 31;
-  const float* p = base + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
-  const float2 x0 = *reinterpret_cast<const float2*>(p);
-  const float2 x1 = *reinterpret_cast<const float2*>(p + 8);
-  Split3Pair(x0.x, x0.y, &hi[0], &mid[0], &lo[0]);
-  Split3Pair(x1.x, x1.y, &hi[1], &mid[1], &lo[1]);
 }
 
 // The loads of LoadBSplitT / LoadBSplit alone, and the splits alone, so that a loop can load the
