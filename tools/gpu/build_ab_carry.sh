@@ -8,10 +8,11 @@
 # at REV). Each variant gets FILE's content, one
 # kernels-only build (BUILD_DIR, default /tmp/ab-build, configured on first use) and its stripped
 # family test and bench binaries in .carry/NAME/VARIANT/. FILE is restored afterwards, whatever
-# happens. The result is .carry/NAMEx/NAME.tar.xz; carry [".carry/NAMEx"] and unpack it there with
+# happens. EXTRA (space-separated paths, e.g. the call's run script) are copied into .carry/NAME
+# too. The result is .carry/NAMEx/NAME.tar.xz; carry [".carry/NAMEx"] and unpack it there with
 # `tar xJf .carry/NAMEx/NAME.tar.xz -C .carry` before `bash tools/gpu/ab_bench.sh .carry/NAME ...`.
 set -euo pipefail
-[ $# -ge 4 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n 2,13p "$0" >&2; exit 2; }
 name=$1 family=$2 file=$3
 shift 3
 cd "$(git rev-parse --show-toplevel)"
@@ -39,6 +40,7 @@ for spec in "$@"; do
   strip "$out/$v/"*
   echo "$v: $(md5sum < "$out/$v/cakegrad_${family}_bench" | cut -c1-12) from $src"
 done
+for f in ${EXTRA:-}; do cp "$f" "$out/"; done
 mkdir -p ".carry/${name}x"
 tar cJf ".carry/${name}x/$name.tar.xz" -C .carry "$name"
 echo "packed .carry/${name}x/$name.tar.xz ($(du -h ".carry/${name}x/$name.tar.xz" | cut -f1))"

@@ -14,7 +14,6 @@ for v in h1:h1_solve_held_half h3:h3_solve_held_quarter; do
   git show "HEAD:$F" > "$tmp/${v%%:*}.cu"
   patch -s "$tmp/${v%%:*}.cu" < "$P/${v#*:}.diff"
 done
-bash tools/gpu/build_ab_carry.sh kda42 kda "$F" base=git:HEAD h1="$tmp/h1.cu" h3="$tmp/h3.cu"
 # The device-side script travels in the same archive.
-cp "$P/run.sh" .carry/kda42/run.sh
-tar cJf .carry/kda42x/kda42.tar.xz -C .carry kda42
+EXTRA="$P/run.sh" bash tools/gpu/build_ab_carry.sh kda42 kda "$F" base=git:HEAD h1="$tmp/h1.cu" \
+  h3="$tmp/h3.cu"
