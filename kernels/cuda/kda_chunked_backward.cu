@@ -1090,25 +1090,75 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();
 
-  // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, one column per thread,
-  // x_t = y_t - sum_{s > t} A[s][t] x_s from the last token up. Row t of naT (-A^T, zero at and
-  // left of the diagonal) is read as float4 broadcasts from the aligned block holding t + 1, so
-  // the zeros absorb the block's leading s <= t (their y values are finite); two accumulators
-  // (even / odd s) halve the dependent FMA chain. Fixed order: deterministic.
-  if (tid < 2 * kDim) {
-    float* y = tid < kDim ? &sm.bufw[0][tid] : &sm.bufu[0][tid - kDim];
+  // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, x_t = y_t + sum_{s > t}
+  // naT[t][s] x_s (naT = -A^T, zero at and left of the diagonal), by 16-token blocks from the
+  // last. Block b first takes the later blocks' sum as one product on the tensor cores (BF16x6,
+  // ~FP32-exact: dKb reaches dg through X and dA), then solves its own triangle on the CUDA cores
+  // with its 16 values in registers, x_{t+1} added last so that each row waits for one FMA of the
+  // row below. Warp w owns columns 16 (w % 8) .. + 15 of dW (w < 8) or dU through all four blocks:
+  // it reads only values its own lanes wrote, so a warp barrier orders the steps. The column per
+  // thread over all 64 rows (each later x_s read from shared memory once per row, 8 warps working
+  // and 8 waiting) took a quarter of the kernel's shared-memory wavefronts; this form cut the grad
+  // kernel by 2% (bench/results/kda_h200.md, kda43). The same blocking of the Uv solve above was
+  // slower: its second unrolled triangle cost instruction-cache misses across the kernel.
+  {
+    float* const y = (warp < Tr::kWarps / 2 ? &sm.bufw[0][0] : &sm.bufu[0][0]) + 16 * (warp & 7);
+    const float* const na = &sm.r1.pa.da[0][0];
+    static_assert(Tr::kWarps * 16 == 2 * kDim, "16 columns per warp");
 #pragma unroll 1
-    for (int t = kChunk - 1; t >= 0; --t) {
-      float x0 = y[t * kLdF], x1 = 0.f;
-#pragma unroll 2
-      for (int s = (t + 1) & ~3; s < kChunk; s += 4) {
-        const float4 na = *reinterpret_cast<const float4*>(&sm.r1.pa.da[t][s]);
-        x0 = fmaf(na.x, y[s * kLdF], x0);
-        x1 = fmaf(na.y, y[(s + 1) * kLdF], x1);
-        x0 = fmaf(na.z, y[(s + 2) * kLdF], x0);
-        x1 = fmaf(na.w, y[(s + 3) * kLdF], x1);
+    for (int r0 = kChunk - 16; r0 >= 0; r0 -= 16) {
+      if (r0 + 16 < kChunk) {  // warp-uniform
+        float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll 1
+        for (int k0 = r0 + 16; k0 < kChunk; k0 += 16) {
+          uint32_t ah[4], am[4], al[4];
+          LoadASplit3(na, kLdC, r0, k0, ah, am, al);
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            float xb[4];
+            uint32_t bh[2], bm[2], bl[2];
+            LoadBRaw(y, kLdF, k0, 8 * n, xb);
+            SplitB3(xb, bh, bm, bl);
+            Mma6(acc[n], ah, am, al, bh, bm, bl);
+          }
+        }
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            float2* p =
+                reinterpret_cast<float2*>(y + (r0 + fr + 8 * hh) * kLdF + 8 * n + 2 * (lane & 3));
+            float2 v = *p;
+            v.x += acc[n][2 * hh];
+            v.y += acc[n][2 * hh + 1];
+            *p = v;
+          }
+        }
+        __syncwarp();
       }
-      y[t * kLdF] = x0 + x1;
+      if (lane < 16) {
+        float x[16];
+#pragma unroll
+        for (int t = 0; t < 16; ++t) x[t] = y[(r0 + t) * kLdF + lane];
+#pragma unroll
+        for (int t = 14; t >= 0; --t) {
+          float c[16];
+          const float4* row = reinterpret_cast<const float4*>(na + (r0 + t) * kLdC + r0);
+#pragma unroll
+          for (int q = (t + 1) / 4; q < 4; ++q) {
+            const float4 v = row[q];
+            c[4 * q] = v.x;
+            c[4 * q + 1] = v.y;
+            c[4 * q + 2] = v.z;
+            c[4 * q + 3] = v.w;
+          }
+#pragma unroll
+          for (int s = 15; s > t; --s) x[t] = fmaf(c[s], x[s], x[t]);
+        }
+#pragma unroll
+        for (int t = 0; t < 16; ++t) y[(r0 + t) * kLdF + lane] = x[t];
+      }
+      __syncwarp();
     }
   }
   __syncthreads();

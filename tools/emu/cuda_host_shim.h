@@ -35,6 +35,8 @@ inline void __syncthreads() {
   if (threadIdx.x == 0) g_emu_syncs.fetch_add(1, std::memory_order_relaxed);
   g_block_bar->arrive_and_wait();
 }
+// All 32 lanes must reach it (the kernels call it outside divergent code).
+inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
 inline float __shfl_xor_sync(unsigned, float x, int o) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
   g_shfl[w][l] = x;
