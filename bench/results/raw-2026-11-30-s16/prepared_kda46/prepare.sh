@@ -4,9 +4,9 @@
 # equal main's (bitwise by construction), 128 registers, no spills, 8856 SASS instructions (main
 # 8864); never run on a device.
 #   bash bench/results/raw-2026-11-30-s16/prepared_kda46/prepare.sh
-# Then one device call (~4 min with the cold start): {"command": "tar xJf
+# Then one device call (~5 min with the cold start): {"command": "tar xJf
 # .carry/kda46x/kda46.tar.xz -C .carry && bash .carry/kda46/run.sh", "carry": [".carry/kda46x"],
-# "timeout_s": 420}.
+# "timeout_s": 480}.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 P=bench/results/raw-2026-11-30-s16/prepared_kda46
