@@ -128,7 +128,6 @@ inline void CpAsyncZfill(void* smem, const void* gmem, bool valid) {
 inline void CpAsyncCommit() {}
 template <int kPending>
 inline void CpAsyncWait() {}
-inline void CpAsyncWaitAll() {}
 }  // namespace cakegrad::kernels
 
 // Kernel-source keywords for the host build (after the CUDA headers, which define some of them).
