@@ -1,6 +1,6 @@
 // Just enough of CUDA to run simple kernels' source on the host (tools/emu): one std::thread per
 // CUDA thread, blocks one after another, std::barrier for __syncthreads and for warp shuffles
-// (which therefore must be reached by all 32 lanes, as __shfl_xor_sync with a full mask must).
+// (which therefore must be reached by all 32 lanes, as shuffles with a full mask must).
 #pragma once
 // kda_mma.cuh: its inline-PTX helpers (ex2.approx, mma.sync) take the emulations below.
 #define CAKEGRAD_KDA_HOST_EMU 1
@@ -42,6 +42,14 @@ inline float __shfl_xor_sync(unsigned, float x, int o) {
   g_shfl[w][l] = x;
   g_warp_bar[w]->arrive_and_wait();
   const float y = g_shfl[w][l ^ o];
+  g_warp_bar[w]->arrive_and_wait();
+  return y;
+}
+inline float __shfl_sync(unsigned, float x, int src) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  g_shfl[w][l] = x;
+  g_warp_bar[w]->arrive_and_wait();
+  const float y = g_shfl[w][src & 31];
   g_warp_bar[w]->arrive_and_wait();
   return y;
 }
