@@ -45,6 +45,7 @@
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
 #include "per_device_memo.h"
+#include "stream_fork.h"
 #endif
 
 namespace cakegrad::kernels {
@@ -1561,24 +1562,35 @@ Status LaunchChainAs(const ChunkBwdArgs& b, int64_t slots, cudaStream_t stream) 
   return CheckLaunch("the chunked backward's reverse chain");
 }
 
-// Every slice stages the whole record per step, so wider slices cut that traffic but serialise
-// more work per CTA: 16-row slices while they fit one wave of one CTA per SM, 32-row slices up to
-// two, 64-row slices beyond (the forward's state-pass rule; first device run: 16-row slices in
-// two waves at H = 32 cost 24 us per step against 12 in one).
-Status LaunchChain(const ChunkBwdArgs& b, int64_t slots, cudaStream_t stream) {
-  int dev = 0, sms = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
+Status LaunchChain(const ChunkBwdArgs& b, int64_t slots, int rows, cudaStream_t stream) {
+  switch (rows) {
+    case 16:
+      return LaunchChainAs<16>(b, slots, stream);
+    case 32:
+      return LaunchChainAs<32>(b, slots, stream);
+    default:
+      return LaunchChainAs<64>(b, slots, stream);
   }
-  const int64_t chains = b.s.N * b.s.H;
-  if (chains * ChainTraits<16>::kSlices <= sms) return LaunchChainAs<16>(b, slots, stream);
-  if (chains * ChainTraits<32>::kSlices <= 2 * sms) return LaunchChainAs<32>(b, slots, stream);
-  return LaunchChainAs<64>(b, slots, stream);
 }
 
 }  // namespace
+
+// The reverse chain does not read the chunk-start states, so it and the checkpoint state pass
+// both follow the preparation and may run side by side, each a chain of T / 64 dependent steps per
+// (document, head) slice, latency-bound. Side by side each gets half the SMs, in the narrowest
+// slices that fit one wave there; where even 64-row slices do not (more than ~33 chains on the
+// H200), one after the other, each in the forward's slices (16 rows while they fit one wave of
+// one CTA per SM, 32 rows up to two, 64 beyond: the state pass's rule; 16-row slices in two waves
+// at H = 32 cost the chain 24 us per step against 12 in one). Returns 0 for one after the other.
+// H200 (bench/results/kda_h200.md, kda48): the backward 9.29 -> 8.86 ms at (1, 32768, 16) (32-row
+// slices side by side), 4.45 -> 4.42 at (1, 8192, 32) (64 rows). The slice width changes the
+// checkpoint states' bits (not their accuracy), so the width is a function of the shape alone.
+int ChunkedBackwardSideBySideRows(int64_t chains, int sms) {
+  for (int rows = 16; rows <= 64; rows *= 2) {
+    if (chains * (kDim / rows) <= sms / 2) return rows;
+  }
+  return 0;
+}
 
 Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   FwdArgs f{};
@@ -1626,11 +1638,30 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.final_state = nullptr;
     f.checkpoints = reinterpret_cast<float*>(ws + layout.s0);
     f.residual = nullptr;
-    Status fwd = LaunchChunkedForward(f, ws + layout.records, layout.s0 - layout.records, stream);
-    if (!fwd.ok()) return fwd;
-    // 2. The reverse chain.
-    Status chain = LaunchChain(b, slots, stream);
-    if (!chain.ok()) return chain;
+    void* const rec_ws = ws + layout.records;
+    const Status prep = LaunchChunkedPrep(f, rec_ws, layout.s0 - layout.records, stream);
+    if (!prep.ok()) return prep;
+    int sms = 0;
+    const Status dev = DeviceSmCount(&sms);
+    if (!dev.ok()) return dev;
+    // 2. The checkpoint state pass and the reverse chain.
+    const int rows = ChunkedBackwardSideBySideRows(f.s.N * f.s.H, sms);
+    if (rows == 0) {
+      const int serial = StatePassRows(f.s.N * f.s.H, sms);
+      const Status state = LaunchChunkedStatePass(f, rec_ws, serial, stream);
+      if (!state.ok()) return state;
+      const Status chain = LaunchChain(b, slots, serial, stream);
+      if (!chain.ok()) return chain;
+    } else {
+      cudaStream_t side = nullptr;
+      const Status fork = SideStream::Fork(stream, &side);
+      if (!fork.ok()) return fork;
+      const Status chain = LaunchChain(b, slots, rows, side != nullptr ? side : stream);
+      const Status state = chain.ok() ? LaunchChunkedStatePass(f, rec_ws, rows, stream) : chain;
+      const Status join = SideStream::Join(stream, side);  // also after a failed launch
+      if (!state.ok()) return state;
+      if (!join.ok()) return join;
+    }
     // 3. Every chunk's gradients and partials (gap slots write zero partials).
     constexpr int kSmem = static_cast<int>(sizeof(GradSmem));
     static std::atomic<uint64_t> done{0};

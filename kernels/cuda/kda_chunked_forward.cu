@@ -1518,8 +1518,28 @@ Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream
 
 }  // namespace
 
-Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace_bytes,
-                            cudaStream_t stream) {
+Status DeviceSmCount(int* sms) {
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
+  }
+  return OkStatus();
+}
+
+// Every slice reads the whole chunk record, so wider slices cut the operand traffic, which bounds
+// this pass: 16-row slices (8 CTAs per (document, head)) while they fit one wave of one CTA per
+// SM, 32-row slices up to two waves, 64-row slices beyond (H200, 2026-11-29: 32 rows beat 64 at
+// 32 (document, head) pairs, 64 beat 32 at 256 pairs).
+int StatePassRows(int64_t chains, int sms) {
+  if (chains * StateTraits<16>::kSlices <= sms) return 16;
+  if (chains * StateTraits<32>::kSlices <= 2 * sms) return 32;
+  return 64;
+}
+
+Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_bytes,
+                         cudaStream_t stream) {
   if (a.s.N == 0) return OkStatus();
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
   const int64_t need = slots * a.s.H * kda_layout::kRecBytes;
@@ -1528,25 +1548,37 @@ Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace
                              " bytes, got " + std::to_string(workspace_bytes));
   }
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
-  char* ws = static_cast<char*>(workspace);
-  if (a.s.total_tokens > 0) {
-    Status st = LaunchPrep<kPrepThreads>(a, ws, slots, stream);
-    if (!st.ok()) return st;
+  if (a.s.total_tokens == 0) return OkStatus();
+  return LaunchPrep<kPrepThreads>(a, static_cast<char*>(workspace), slots, stream);
+}
+
+Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,
+                              cudaStream_t stream) {
+  if (a.s.N == 0) return OkStatus();
+  const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
+  const char* ws = static_cast<const char*>(workspace);
+  switch (rows) {
+    case 16:
+      return LaunchState<16>(a, ws, slots, stream);
+    case 32:
+      return LaunchState<32>(a, ws, slots, stream);
+    case 64:
+      return LaunchState<64>(a, ws, slots, stream);
+    default:
+      return InvalidArgument("kda: state pass rows must be 16, 32 or 64, got " +
+                             std::to_string(rows));
   }
-  // Every slice reads the whole chunk record, so wider slices cut the operand traffic, which
-  // bounds this pass: 16-row slices (8 CTAs per (document, head)) while they fit one wave of one
-  // CTA per SM, 32-row slices up to two waves, 64-row slices beyond (H200, 2026-11-29: 32 rows
-  // beat 64 at 32 (document, head) pairs, 64 beat 32 at 256 pairs).
-  int dev = 0, sms = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: device attribute: ") + cudaGetErrorString(err));
-  }
-  const int64_t chains = a.s.N * a.s.H;
-  if (chains * StateTraits<16>::kSlices <= sms) return LaunchState<16>(a, ws, slots, stream);
-  if (chains * StateTraits<32>::kSlices <= 2 * sms) return LaunchState<32>(a, ws, slots, stream);
-  return LaunchState<64>(a, ws, slots, stream);
+}
+
+Status LaunchChunkedForward(const FwdArgs& a, void* workspace, int64_t workspace_bytes,
+                            cudaStream_t stream) {
+  if (a.s.N == 0) return OkStatus();
+  Status st = LaunchChunkedPrep(a, workspace, workspace_bytes, stream);
+  if (!st.ok()) return st;
+  int sms = 0;
+  const Status dev = DeviceSmCount(&sms);
+  if (!dev.ok()) return dev;
+  return LaunchChunkedStatePass(a, workspace, StatePassRows(a.s.N * a.s.H, sms), stream);
 }
 
 }  // namespace kda_cuda

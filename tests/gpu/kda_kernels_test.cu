@@ -13,6 +13,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cakegrad/kernels/kda.h"
@@ -777,6 +778,22 @@ void RequireStatePassRows(const std::vector<int64_t>& lens, int64_t H, int rows)
   ASSERT_EQ(taken, rows) << chains << " chains on " << sms << " SMs";
 }
 
+// Fails unless the chunked backward runs `lens` x H's checkpoint state pass and reverse chain side
+// by side in `rows`-row slices (0: one after the other, in the forward's width). Its rule: each
+// gets half the SMs, in the narrowest slices that fit one wave there.
+void RequireBackwardSideBySideRows(const std::vector<int64_t>& lens, int64_t H, int rows) {
+  const int sms = SmCount();
+  ASSERT_GT(sms, 0) << "the device's SM count";
+  const int64_t chains = static_cast<int64_t>(lens.size()) * H;
+  const int taken = chains * 8 <= sms / 2   ? 16
+                    : chains * 4 <= sms / 2 ? 32
+                    : chains * 2 <= sms / 2 ? 64
+                                            : 0;
+  ASSERT_EQ(taken, rows) << chains << " chains on " << sms << " SMs (test's rule)";
+  ASSERT_EQ(kda_cuda::ChunkedBackwardSideBySideRows(chains, sms), rows)
+      << chains << " chains on " << sms << " SMs (the library's rule)";
+}
+
 // A state pass width under compute-sanitizer, with its forward and its checkpoint instance (the
 // chunked backward's recompute): every output written and finite, and within SPEC of the FP64
 // reference.
@@ -797,19 +814,33 @@ TEST(KdaKernels, SanitizeSixtyFourRowStatePass) {
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 2, 1, 0, 17, 1, 5, 1, 1, 70, 2, 130};
   const int64_t H = 4;
   ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 64));
+  ASSERT_NO_FATAL_FAILURE(RequireBackwardSideBySideRows(lens, H, 0));
   SanitizeStatePass(lens, H, "kda 64-row chunked bwd");
 }
 
 // The 32-row state pass the same way (the 16- and 64-row problems above miss it). 7 documents x
 // 4 heads = 28 chains: past one wave of 16-row slices (8 x 28 > 132 SMs), within two of 32-row
-// ones (4 x 28 <= 2 x 132). Its forward is the 2-CTA cluster instance; the chunked backward's
-// recompute, the plain checkpoint instance.
+// ones (4 x 28 <= 2 x 132). Its forward is the 2-CTA cluster instance; the chunked backward runs
+// its checkpoint pass and reverse chain side by side in 64-row slices (2 x 28 <= 132 / 2).
 TEST(KdaKernels, SanitizeThirtyTwoRowStatePass) {
   CAKEGRAD_REQUIRE_GPU();
   const std::vector<int64_t> lens = {1, 0, 9, 64, 65, 3, 130};
   const int64_t H = 4;
   ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 32));
+  ASSERT_NO_FATAL_FAILURE(RequireBackwardSideBySideRows(lens, H, 64));
   SanitizeStatePass(lens, H, "kda 32-row chunked bwd");
+}
+
+// The chunked backward's checkpoint pass and reverse chain side by side in 32-row slices (the
+// problems above take 16 or 64): 4 documents x 4 heads = 16 chains, 4 x 16 slices within half the
+// H200's SMs, 8 x 16 not. Its forward takes the 16-row pass.
+TEST(KdaKernels, SanitizeSideBySideThirtyTwoRowBackward) {
+  CAKEGRAD_REQUIRE_GPU();
+  const std::vector<int64_t> lens = {1, 0, 70, 130};
+  const int64_t H = 4;
+  ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(lens, H, 16));
+  ASSERT_NO_FATAL_FAILURE(RequireBackwardSideBySideRows(lens, H, 32));
+  SanitizeStatePass(lens, H, "kda 32-row side-by-side chunked bwd");
 }
 
 // The determinism test through the 16-row pass, whose forward runs as 2-CTA clusters with its
@@ -850,9 +881,15 @@ TEST(KdaKernels, BitwiseDeterministicThirtyTwoRowStatePass) {
 }
 
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
+// 28 chains: the checkpoint pass and the reverse chain run side by side on a forked stream, in
+// the capture too; a capture on a host thread that has made no eager call yet (no side stream
+// exists, and none may be created inside a capture) runs them one after the other, with the same
+// bits.
 TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
-  Problem pr(Packed({0, 1, 40, 300, 9, 1000, 33}, 4, false));
+  const std::vector<int64_t> lens = {0, 1, 40, 300, 9, 1000, 33};
+  ASSERT_NO_FATAL_FAILURE(RequireBackwardSideBySideRows(lens, 4, 64));
+  Problem pr(Packed(lens, 4, false));
   pr.ws.Fill(0x00);
   pr.Poison();
   RunBothChunked(pr, nullptr);
@@ -892,33 +929,66 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
   }
   CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
   CUDA_ASSERT_OK(cudaGraphDestroy(graph));
+
+  // The capture on a fresh host thread (gtest's assertions stay on this one).
+  int dev = 0;
+  CUDA_ASSERT_OK(cudaGetDevice(&dev));
+  cudaError_t captured = cudaSuccess;
+  std::vector<Status> fresh;  // the forward's and the backward's
+  std::thread([&] {
+    captured = cudaSetDevice(dev);
+    if (captured == cudaSuccess) {
+      captured = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+    }
+    if (captured != cudaSuccess) return;
+    fresh.push_back(KdaForwardCuda(pr.Fwd(), stream));
+    fresh.push_back(kda_cuda::KdaBackwardChunkedCuda(pr.Bwd(), stream));
+    captured = cudaStreamEndCapture(stream, &graph);
+  }).join();
+  CUDA_ASSERT_OK(captured);
+  ASSERT_EQ(fresh.size(), 2u);
+  for (const Status& st : fresh) ASSERT_TRUE(st.ok()) << st.message();
+  CUDA_ASSERT_OK(cudaGraphInstantiate(&exec, graph, 0));
+  pr.ws.Fill(0x5A);
+  pr.Poison();
+  CUDA_ASSERT_OK(cudaDeviceSynchronize());
+  CUDA_ASSERT_OK(cudaGraphLaunch(exec, stream));
+  CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
+  EXPECT_TRUE(pr.Snapshot() == first) << "graph captured on a fresh thread";
+  CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
+  CUDA_ASSERT_OK(cudaGraphDestroy(graph));
   CUDA_ASSERT_OK(cudaStreamDestroy(stream));
 }
 
 // Prints fnv1a hashes of the chunked backward's workspace (records, chunk-start states S0, the
 // reverse chain's dS1 per chunk slot, partials) and of every gradient, for pinned inputs, so that
 // builds can be compared bitwise across processes (the reverse chain's dS1 and dinitial_state
-// included). The three problems take the reverse chain's 32-, 16- and 64-row slices (its row
-// rule is the state pass's). Checks nothing itself beyond a successful backward.
+// included). The tags name the forward's state pass width (32, 16, 64 rows); the backward runs
+// its checkpoint pass and reverse chain side by side in 64- and 16-row slices for the first two,
+// one after the other in 64-row slices for the third. Checks nothing itself beyond a successful
+// backward.
 TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
   struct Pinned {
     const char* tag;  // printed after "kda bwd hashes"
     Shape shape;
-    int rows;  // the reverse chain's slice width this problem must take
+    int rows;      // the forward's state pass width this problem must take
+    int bwd_rows;  // the backward's side-by-side width (0: one after the other, in `rows`)
     uint64_t seed;
   };
   Shape first = Packed({70, 0, 1, 64, 130, 700, 2048}, 4, /*int32=*/false);
   first.g_mean = 2.0;
   const std::vector<Pinned> pinned = {
-      {" 32-row", first, 32, 20261129},
-      {" 16-row", Packed({300, 1000}, 2, /*int32=*/true), 16, 20261130},
+      {" 32-row", first, 32, 64, 20261129},
+      {" 16-row", Packed({300, 1000}, 2, /*int32=*/true), 16, 16, 20261130},
       {" 64-row",
        Packed({70, 0, 1, 64, 130, 65, 129, 200, 64, 63, 300, 1, 17, 128, 256, 90, 33, 500, 2, 64},
               4, /*int32=*/false),
-       64, 20261130}};
+       64, 0, 20261130}};
   for (const Pinned& pin : pinned) {
     ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(pin.shape.lens, pin.shape.H, pin.rows));
+    ASSERT_NO_FATAL_FAILURE(
+        RequireBackwardSideBySideRows(pin.shape.lens, pin.shape.H, pin.bwd_rows));
     testing::Rng().seed(pin.seed + HashSeedOffset());
     Problem pr(pin.shape);
     testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
