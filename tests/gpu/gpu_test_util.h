@@ -27,6 +27,14 @@
 
 namespace cakegrad::testing {
 
+// FNV-1a of a host copy, printed by the *HashesForCrossBuildComparison tests.
+inline unsigned long long Fnv1a(const void* data, size_t bytes) {
+  uint64_t x = 1469598103934665603ull;
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
+  return static_cast<unsigned long long>(x);
+}
+
 // Owns a device allocation of `n` elements of T. Fails the current test on CUDA errors.
 template <typename T>
 class DeviceBuffer {

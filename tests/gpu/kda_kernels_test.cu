@@ -27,6 +27,7 @@ namespace cakegrad::kernels {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::Fnv1a;
 using testing::RelL2;
 
 constexpr int64_t kD = kKdaHeadDim;
@@ -373,6 +374,13 @@ TEST_P(KdaChunkedBackwardAccuracy, MatchesFp64Reference) {
   pr.Poison();
   RunBothChunked(pr, nullptr);
   CheckAgainstFp64(pr, "kda chunked bwd");
+  // KDA_PAIR_SEQUENTIAL=1: the sequential backward on the same draw too, so that a tail of the
+  // chunked one's errors can be told from the problem's conditioning (both printed per draw).
+  if (const char* pair = std::getenv("KDA_PAIR_SEQUENTIAL"); pair && std::string(pair) == "1") {
+    pr.Poison();
+    RunBoth(pr, nullptr);
+    CheckAgainstFp64(pr, "kda sequential bwd");
+  }
 }
 
 std::vector<Shape> ChunkedBackwardShapes() {
@@ -595,14 +603,6 @@ TEST(KdaKernels, ForwardChunkRecordsMatchFp64) {
     std::printf("[ kda records ] %-7s rel-L2 %.3e over %zu values\n", a.name, err, a.got.size());
     EXPECT_LE(err, 1e-4) << a.name;
   }
-}
-
-// FNV-1a of a host copy, printed by the *HashesForCrossBuildComparison tests.
-unsigned long long Fnv1a(const void* data, size_t bytes) {
-  uint64_t x = 1469598103934665603ull;
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < bytes; ++i) x = (x ^ p[i]) * 1099511628211ull;
-  return static_cast<unsigned long long>(x);
 }
 
 // KDA_HASH_SEED_OFFSET=n: the hash tests draw other pinned inputs (seed + n), so that two builds

@@ -23,6 +23,7 @@ namespace {
 
 using ::cakegrad::testing::Bf16ToDouble;
 using ::cakegrad::testing::DeviceBuffer;
+using ::cakegrad::testing::Fnv1a;
 using ::cakegrad::testing::RandomFloat;
 using ::cakegrad::testing::RelL2;
 using ::cakegrad::testing::ToDouble;
@@ -509,6 +510,47 @@ TEST(MhcKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
   CUDA_ASSERT_OK(cudaGraphDestroy(graph));
   CUDA_ASSERT_OK(cudaStreamDestroy(s1));
+}
+
+// Prints fnv1a hashes of backward_finish's outputs (dX, dfn, dscale, dbase) and of its token
+// records for pinned inputs (the stats from the GPU forward, grad_stats from backward_prepare), so
+// that builds can be compared bitwise across processes (tools/gpu/ab_bench.sh's HASH_FILTER).
+// Checks nothing itself beyond successful calls.
+TEST(MhcKernels, BackwardHashesForCrossBuildComparison) {
+  CAKEGRAD_REQUIRE_GPU();
+  for (const Case cs : {Case{4097, 4096, 20}, Case{16384, 4096, 20}, Case{7, 256, 1},
+                        Case{1031, 1024, 64}, Case{1, 4096, 3}, Case{33, 7168, 5}}) {
+    ::cakegrad::testing::Rng().seed(20261130 + cs.T + cs.C + cs.iters);
+    const HostProblem h(cs.T, cs.C, cs.iters);
+    Oracle o;
+    o.stats = RandomFloat(h.T * 64);
+    o.grad_stats = RandomFloat(h.T * 32);
+    ::cakegrad::testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs
+    DeviceProblem d(h, o);
+    ASSERT_TRUE(MhcForwardStatsCuda(d.Stats(), nullptr).ok());
+    CUDA_ASSERT_OK(
+        cudaMemcpy(d.ref_stats.get(), d.stats2.get(), d.stats2.bytes(), cudaMemcpyDeviceToDevice));
+    EnqueueAll(d, nullptr);
+    CUDA_ASSERT_OK(cudaDeviceSynchronize());
+    const auto dX = d.dX.Download();
+    const auto dfn = d.dfn.Download();
+    const auto dscale = d.dscale.Download();
+    const auto dbase = d.dbase.Download();
+    // The records lead the workspace; floats [62, 64) of each are scratch, unwritten.
+    const auto ws = d.ws.Download();
+    std::vector<uint8_t> rec;
+    for (int64_t t = 0; t < h.T; ++t) {
+      const uint8_t* r = ws.data() + t * 64 * sizeof(float);
+      rec.insert(rec.end(), r, r + 62 * sizeof(float));
+    }
+    std::printf(
+        "[ mhc bwd hashes T%lld C%lld i%d ] records %016llx dX %016llx dfn %016llx "
+        "dscale %016llx dbase %016llx\n",
+        static_cast<long long>(h.T), static_cast<long long>(h.C), h.iters,
+        Fnv1a(rec.data(), rec.size()), Fnv1a(dX.data(), 2 * dX.size()),
+        Fnv1a(dfn.data(), 4 * dfn.size()), Fnv1a(dscale.data(), 4 * dscale.size()),
+        Fnv1a(dbase.data(), 4 * dbase.size()));
+  }
 }
 
 TEST(MhcKernels, AccumulateAddsReproducibly) {
