@@ -26,7 +26,8 @@ using namespace kda_emu;
 // Test draws (tests/gpu/kda_kernels_test.cu MakeHost): q k v g beta dO BF16 N(0,1), A_log
 // U(-1,1), dt_bias N(0,0.5), initial_state N(0,0.1) (with "init"), dfinal_state N(0,1); scale
 // 1/sqrt(128), lb -5. B > 1: B documents of T tokens without cu_seqlens, as the test's
-// B2_T65_H1 (Shape::lens empty), one dA_log per head summed over them.
+// B2_T65_H1 (Shape::lens empty), one dA_log per head summed over them. Seed s draws the inputs
+// of the GPU test's KDA_TEST_SEED=s, value for value (same engine, distributions and order).
 int main(int argc, char** argv) {
   const int64_t T = std::atoll(argv[1]), H = std::atoll(argv[2]);
   const uint64_t seed0 = std::atoll(argv[3]);
@@ -61,8 +62,11 @@ int main(int argc, char** argv) {
     p.A_log.resize(H);
     for (auto& e : p.A_log) e = double(float(ud(rng)));
     fill(&p.dt_bias, H * 128, 0, 0.5, false);
+    // MakeHost's order: the initial state (drawn whether used or not), then dfinal_state.
+    std::vector<double> s0;
+    fill(&s0, N * H * 128 * 128, 0, 0.1, false);
+    if (with_init) p.s0 = s0;
     fill(&dfinal, N * H * 128 * 128, 0, 1.0, false);
-    if (with_init) fill(&p.s0, N * H * 128 * 128, 0, 0.1, false);
     p.scale = double(float(1.0 / std::sqrt(128.0)));
     p.lower_bound = -5.0;
     R::Grads exact;
