@@ -78,8 +78,54 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
     // EMU_EXACT_S0=1: the emulated preparation's records, with the chunk-start states of the FP64
-    // chunk recurrence below in place of the emulated state pass's.
-    if (std::getenv("EMU_EXACT_S0") == nullptr) return;
+    // chunk recurrence below in place of the emulated state pass's. EMU_EXACT_S0=records: the
+    // recurrence in FP64 over the records as stored (-W and Kdec^T as hi + lo, Uv and Gam_C
+    // FP32), i.e. an exact state pass on today's records.
+    const char* exact_s0 = std::getenv("EMU_EXACT_S0");
+    if (exact_s0 == nullptr) return;
+    if (std::strcmp(exact_s0, "records") == 0) {
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t d = 0; d < N; ++d) {
+          const int64_t bos = in.cu[d], eos = in.cu[d + 1];
+          const int64_t chunks = (eos - bos + 63) / 64;
+          std::vector<double> S(128 * 128, 0.0), U(64 * 128), S1(128 * 128);
+          if (with_init)
+            for (int e = 0; e < 128 * 128; ++e) S[e] = p.s0[(d * H + h) * 16384 + e];
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t slot = bos / 64 + d + c;
+            const char* rec = wsp + lay.records + (slot * H + h) * L::kRecBytes;
+            const uint16_t* negw = reinterpret_cast<const uint16_t*>(rec + L::kRecNegW);
+            const uint16_t* kdt = reinterpret_cast<const uint16_t*>(rec + L::kRecKdecT);
+            const float* uv = reinterpret_cast<const float*>(rec + L::kRecUv);
+            const float* gamc = reinterpret_cast<const float*>(rec + L::kRecGamC);
+            float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
+            for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
+            for (int t = 0; t < 64; ++t)
+              for (int vv = 0; vv < 128; ++vv) {
+                double u = uv[t * 128 + vv];
+                for (int kk = 0; kk < 128; ++kk) {
+                  const double nw = double(FromBf(negw[t * 128 + kk])) +
+                                    double(FromBf(negw[8192 + t * 128 + kk]));
+                  u += nw * S[vv * 128 + kk];
+                }
+                U[t * 128 + vv] = u;
+              }
+            for (int vv = 0; vv < 128; ++vv)
+              for (int kk = 0; kk < 128; ++kk) {
+                double acc = S[vv * 128 + kk] * gamc[kk];
+                for (int t = 0; t < 64; ++t) {
+                  const double kd = double(FromBf(kdt[kk * 64 + t])) +
+                                    double(FromBf(kdt[8192 + kk * 64 + t]));
+                  acc += U[t * 128 + vv] * kd;
+                }
+                S1[vv * 128 + kk] = acc;
+              }
+            S = S1;
+          }
+        }
+      }
+      return;
+    }
   }
   const bool write_records = !use_kernels;
   const bool exact_ds1 = std::getenv("EMU_EXACT_DS1") != nullptr;
