@@ -114,8 +114,8 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
               for (int kk = 0; kk < 128; ++kk) {
                 double acc = S[vv * 128 + kk] * gamc[kk];
                 for (int t = 0; t < 64; ++t) {
-                  const double kd = double(FromBf(kdt[kk * 64 + t])) +
-                                    double(FromBf(kdt[8192 + kk * 64 + t]));
+                  const double kd =
+                      double(FromBf(kdt[kk * 64 + t])) + double(FromBf(kdt[8192 + kk * 64 + t]));
                   acc += U[t * 128 + vv] * kd;
                 }
                 S1[vv * 128 + kk] = acc;
@@ -178,7 +178,8 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
         S = S1;
         if (exact_ds1) kept.push_back(std::move(ch));
       }
-      if (exact_ds1) {  // the reverse chain in FP64 (tests/kernels/kda_chunked_backward_math_test.cc)
+      if (exact_ds1) {  // the reverse chain in FP64
+                        // (tests/kernels/kda_chunked_backward_math_test.cc)
         std::vector<double> dS(128 * 128, 0.0);
         for (int e = 0; e < 128 * 128; ++e) dS[e] = in.dfinal[(d * H + h) * 16384 + e];
         for (int64_t c = chunks - 1; c >= 0; --c) {
