@@ -114,6 +114,55 @@ Chunk Prepare(const Problem& p, const std::vector<double>& d_o, int64_t t0, int 
   return c;
 }
 
+// One chunk of the checkpoint-mode forward (the state pass): the chunk-end state from the
+// chunk-start state S, U = Uv - W S^T and S1 = S Gam_C + U^T Kdec. (tools/emu's drivers use it
+// too.)
+Mat StateStep(const Chunk& k, const Mat& S) {
+  Mat U(C * D);
+  for (int t = 0; t < C; ++t) {
+    for (int v = 0; v < D; ++v) {
+      double u = k.Uv[t * D + v];
+      for (int kk = 0; kk < D; ++kk) u -= k.W[t * D + kk] * S[v * D + kk];
+      U[t * D + v] = u;
+    }
+  }
+  Mat S1(D * D);
+  for (int v = 0; v < D; ++v) {
+    for (int kk = 0; kk < D; ++kk) {
+      double s = S[v * D + kk] * k.gc[kk];
+      for (int t = 0; t < C; ++t) s += U[t * D + v] * k.Kdec[t * D + kk];
+      S1[v * D + kk] = s;
+    }
+  }
+  return S1;
+}
+
+// One chunk of the reverse chain (KdaChunkDstateKernel): the chunk-start state gradient from the
+// chunk-end one dS, dU = scale M^T dO + Kdec dS^T and dS0 = dS Gam_C + scale dO^T (Q Gam) - dU^T W.
+Mat ReverseStep(const Problem& p, const Chunk& k, const Mat& dS) {
+  Mat dU(C * D);
+  for (int t = 0; t < C; ++t) {
+    for (int v = 0; v < D; ++v) {
+      double a1 = 0, a2 = 0;
+      for (int s = t; s < C; ++s) a1 += k.M[s * C + t] * k.dO[s * D + v];
+      for (int kk = 0; kk < D; ++kk) a2 += k.Kdec[t * D + kk] * dS[v * D + kk];
+      dU[t * D + v] = p.scale * a1 + a2;
+    }
+  }
+  Mat dS0(D * D);
+  for (int v = 0; v < D; ++v) {
+    for (int kk = 0; kk < D; ++kk) {
+      double x = 0, y = 0;
+      for (int t = 0; t < C; ++t) {
+        x += k.dO[t * D + v] * k.QG[t * D + kk];
+        y += dU[t * D + v] * -k.W[t * D + kk];
+      }
+      dS0[v * D + kk] = dS[v * D + kk] * k.gc[kk] + p.scale * x + y;
+    }
+  }
+  return dS0;
+}
+
 // The per-chunk pass (KdaChunkGradKernel) for one chunk; adds the partials to pdt, pal.
 void ChunkGrads(const Problem& p, const Chunk& c, const Mat& S0, const Mat& dS1, int64_t h,
                 Grads* g, std::vector<double>* pdt, std::vector<double>* pal) {
@@ -290,24 +339,7 @@ Grads ChunkedBackward(const Problem& p, const std::vector<double>& d_o, const Ma
       }
       for (int64_t c = 0; c < chunks; ++c) {
         S0[c] = S;
-        const Chunk& k = ch[c];
-        Mat U(C * D);
-        for (int t = 0; t < C; ++t) {
-          for (int v = 0; v < D; ++v) {
-            double u = k.Uv[t * D + v];
-            for (int kk = 0; kk < D; ++kk) u -= k.W[t * D + kk] * S[v * D + kk];
-            U[t * D + v] = u;
-          }
-        }
-        Mat S1(D * D);
-        for (int v = 0; v < D; ++v) {
-          for (int kk = 0; kk < D; ++kk) {
-            double s = S[v * D + kk] * k.gc[kk];
-            for (int t = 0; t < C; ++t) s += U[t * D + v] * k.Kdec[t * D + kk];
-            S1[v * D + kk] = s;
-          }
-        }
-        S = S1;
+        S = StateStep(ch[c], S);
       }
       // Reverse chain (KdaChunkDstateKernel): dS1 per chunk, dinitial_state.
       std::vector<Mat> dS1(chunks);
@@ -317,28 +349,7 @@ Grads ChunkedBackward(const Problem& p, const std::vector<double>& d_o, const Ma
       }
       for (int64_t c = chunks - 1; c >= 0; --c) {
         dS1[c] = dS;
-        const Chunk& k = ch[c];
-        Mat dU(C * D);
-        for (int t = 0; t < C; ++t) {
-          for (int v = 0; v < D; ++v) {
-            double a1 = 0, a2 = 0;
-            for (int s = t; s < C; ++s) a1 += k.M[s * C + t] * k.dO[s * D + v];
-            for (int kk = 0; kk < D; ++kk) a2 += k.Kdec[t * D + kk] * dS[v * D + kk];
-            dU[t * D + v] = p.scale * a1 + a2;
-          }
-        }
-        Mat n0(D * D);
-        for (int v = 0; v < D; ++v) {
-          for (int kk = 0; kk < D; ++kk) {
-            double x = 0, y = 0;
-            for (int t = 0; t < C; ++t) {
-              x += k.dO[t * D + v] * k.QG[t * D + kk];
-              y += dU[t * D + v] * -k.W[t * D + kk];
-            }
-            n0[v * D + kk] = dS[v * D + kk] * k.gc[kk] + p.scale * x + y;
-          }
-        }
-        dS = n0;
+        dS = ReverseStep(p, ch[c], dS);
       }
       for (int e = 0; e < D * D; ++e) g.ds0[(n * H + h) * D * D + e] = dS[e];
       for (int64_t c = 0; c < chunks; ++c) ChunkGrads(p, ch[c], S0[c], dS1[c], h, &g, &pdt, &pal);

@@ -54,9 +54,9 @@ inline K::kda_cuda::KdaShape MakeShape(const R::Problem& p, const Inputs& in, in
 
 // Records and chunk-start states into the workspace: from the emulated launch 1 (`use_kernels`),
 // or from the FP64 chunk math (R::Prepare) stored as the records store them.
-// EMU_EXACT_DS1=1 (the `fp64` records only): the reverse chain's dS1 replaced by the FP64 chain
-// of the records' own FP64 quantities before the per-chunk pass runs, so that the chain's
-// arithmetic can be told from the per-chunk pass's. Filled by FillRecords, used by
+// EMU_EXACT_DS1=1 (not with EMU_EXACT_S0=records): the reverse chain's dS1 replaced by the FP64
+// chain (R::ReverseStep) of the FP64 chunk quantities before the per-chunk pass runs, so that the
+// chain's arithmetic can be told from the per-chunk pass's. Filled by FillRecords, used by
 // RunBackwardKernels.
 inline std::vector<float> g_exact_ds1;
 
@@ -64,6 +64,12 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
                         const K::kda_cuda::KdaShape& s, bool with_init, bool use_kernels,
                         const L::ChunkBwdLayout& lay, char* wsp) {
   const int64_t H = p.H, N = s.N;
+  // EMU_EXACT_S0=1: the emulated preparation's records, with the chunk-start states of the FP64
+  // chunk recurrence below in place of the emulated state pass's. EMU_EXACT_S0=records: the
+  // recurrence in FP64 over the records as stored (-W and Kdec^T as hi + lo, Uv and Gam_C FP32),
+  // i.e. an exact state pass on today's records.
+  const char* exact_s0 = use_kernels ? std::getenv("EMU_EXACT_S0") : nullptr;
+  const bool from_records = exact_s0 != nullptr && std::strcmp(exact_s0, "records") == 0;
   if (use_kernels) {
     K::kda_cuda::FwdArgs f{};
     f.s = s;
@@ -77,58 +83,9 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.initial_state = with_init ? in.s0.data() : nullptr;
     f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
-    // EMU_EXACT_S0=1: the emulated preparation's records, with the chunk-start states of the FP64
-    // chunk recurrence below in place of the emulated state pass's. EMU_EXACT_S0=records: the
-    // recurrence in FP64 over the records as stored (-W and Kdec^T as hi + lo, Uv and Gam_C
-    // FP32), i.e. an exact state pass on today's records.
-    const char* exact_s0 = std::getenv("EMU_EXACT_S0");
     if (exact_s0 == nullptr) return;
-    if (std::strcmp(exact_s0, "records") == 0) {
-      for (int64_t h = 0; h < H; ++h) {
-        for (int64_t d = 0; d < N; ++d) {
-          const int64_t bos = in.cu[d], eos = in.cu[d + 1];
-          const int64_t chunks = (eos - bos + 63) / 64;
-          std::vector<double> S(128 * 128, 0.0), U(64 * 128), S1(128 * 128);
-          if (with_init)
-            for (int e = 0; e < 128 * 128; ++e) S[e] = p.s0[(d * H + h) * 16384 + e];
-          for (int64_t c = 0; c < chunks; ++c) {
-            const int64_t slot = bos / 64 + d + c;
-            const char* rec = wsp + lay.records + (slot * H + h) * L::kRecBytes;
-            const uint16_t* negw = reinterpret_cast<const uint16_t*>(rec + L::kRecNegW);
-            const uint16_t* kdt = reinterpret_cast<const uint16_t*>(rec + L::kRecKdecT);
-            const float* uv = reinterpret_cast<const float*>(rec + L::kRecUv);
-            const float* gamc = reinterpret_cast<const float*>(rec + L::kRecGamC);
-            float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
-            for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
-            for (int t = 0; t < 64; ++t)
-              for (int vv = 0; vv < 128; ++vv) {
-                double u = uv[t * 128 + vv];
-                for (int kk = 0; kk < 128; ++kk) {
-                  const double nw = double(FromBf(negw[t * 128 + kk])) +
-                                    double(FromBf(negw[8192 + t * 128 + kk]));
-                  u += nw * S[vv * 128 + kk];
-                }
-                U[t * 128 + vv] = u;
-              }
-            for (int vv = 0; vv < 128; ++vv)
-              for (int kk = 0; kk < 128; ++kk) {
-                double acc = S[vv * 128 + kk] * gamc[kk];
-                for (int t = 0; t < 64; ++t) {
-                  const double kd =
-                      double(FromBf(kdt[kk * 64 + t])) + double(FromBf(kdt[8192 + kk * 64 + t]));
-                  acc += U[t * 128 + vv] * kd;
-                }
-                S1[vv * 128 + kk] = acc;
-              }
-            S = S1;
-          }
-        }
-      }
-      return;
-    }
   }
-  const bool write_records = !use_kernels;
-  const bool exact_ds1 = std::getenv("EMU_EXACT_DS1") != nullptr;
+  const bool exact_ds1 = std::getenv("EMU_EXACT_DS1") != nullptr && !from_records;
   g_exact_ds1.assign(exact_ds1 ? L::ChunkSlots(s.total_tokens, N) * H * 16384 : 0, 0.f);
   for (int64_t h = 0; h < H; ++h) {
     for (int64_t d = 0; d < N; ++d) {
@@ -140,70 +97,56 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
         for (int e = 0; e < 128 * 128; ++e) S[e] = p.s0[(d * H + h) * 16384 + e];
       for (int64_t c = 0; c < chunks; ++c) {
         const int64_t t0 = bos + c * 64, slot = bos / 64 + d + c;
-        R::Chunk ch = R::Prepare(p, d_o, t0, int(std::min<int64_t>(64, eos - t0)), h);
-        char* rec = wsp + lay.records + (slot * H + h) * L::kRecBytes;  // written if write_records
+        char* rec = wsp + lay.records + (slot * H + h) * L::kRecBytes;
         uint16_t* negw = reinterpret_cast<uint16_t*>(rec + L::kRecNegW);
         uint16_t* qg = reinterpret_cast<uint16_t*>(rec + L::kRecQg);
         uint16_t* kdt = reinterpret_cast<uint16_t*>(rec + L::kRecKdecT);
         uint16_t* m = reinterpret_cast<uint16_t*>(rec + L::kRecM);
         float* uv = reinterpret_cast<float*>(rec + L::kRecUv);
         float* gamc = reinterpret_cast<float*>(rec + L::kRecGamC);
-        for (int t = 0; t < 64 && write_records; ++t)
-          for (int kk = 0; kk < 128; ++kk) {
-            SplitTo(-ch.W[t * 128 + kk], &negw[t * 128 + kk], &negw[8192 + t * 128 + kk]);
-            SplitTo(ch.QG[t * 128 + kk], &qg[t * 128 + kk], &qg[8192 + t * 128 + kk]);
-            SplitTo(ch.Kdec[t * 128 + kk], &kdt[kk * 64 + t], &kdt[8192 + kk * 64 + t]);
-            uv[t * 128 + kk] = float(ch.Uv[t * 128 + kk]);
-          }
-        for (int t = 0; t < 64 && write_records; ++t)
-          for (int i = 0; i < 64; ++i)
-            SplitTo(ch.M[t * 64 + i], &m[t * 64 + i], &m[4096 + t * 64 + i]);
-        for (int kk = 0; kk < 128 && write_records; ++kk) gamc[kk] = float(ch.gc[kk]);
+        R::Chunk ch;
+        if (from_records) {  // the state pass's operands joined back from the stored record
+          ch.W.resize(64 * 128);
+          ch.Kdec.resize(64 * 128);
+          ch.Uv.resize(64 * 128);
+          for (int t = 0; t < 64; ++t)
+            for (int kk = 0; kk < 128; ++kk) {
+              ch.W[t * 128 + kk] =
+                  -(double(FromBf(negw[t * 128 + kk])) + double(FromBf(negw[8192 + t * 128 + kk])));
+              ch.Kdec[t * 128 + kk] =
+                  double(FromBf(kdt[kk * 64 + t])) + double(FromBf(kdt[8192 + kk * 64 + t]));
+              ch.Uv[t * 128 + kk] = uv[t * 128 + kk];
+            }
+          ch.gc.assign(gamc, gamc + 128);
+        } else {
+          ch = R::Prepare(p, d_o, t0, int(std::min<int64_t>(64, eos - t0)), h);
+        }
+        if (!use_kernels) {  // the records from the FP64 chunk math, stored as the kernel stores
+                             // them
+          for (int t = 0; t < 64; ++t)
+            for (int kk = 0; kk < 128; ++kk) {
+              SplitTo(-ch.W[t * 128 + kk], &negw[t * 128 + kk], &negw[8192 + t * 128 + kk]);
+              SplitTo(ch.QG[t * 128 + kk], &qg[t * 128 + kk], &qg[8192 + t * 128 + kk]);
+              SplitTo(ch.Kdec[t * 128 + kk], &kdt[kk * 64 + t], &kdt[8192 + kk * 64 + t]);
+              uv[t * 128 + kk] = float(ch.Uv[t * 128 + kk]);
+            }
+          for (int t = 0; t < 64; ++t)
+            for (int i = 0; i < 64; ++i)
+              SplitTo(ch.M[t * 64 + i], &m[t * 64 + i], &m[4096 + t * 64 + i]);
+          for (int kk = 0; kk < 128; ++kk) gamc[kk] = float(ch.gc[kk]);
+        }
         float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
         for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
-        // S1 = S0 gc + U^T Kdec
-        std::vector<double> U(64 * 128), S1(128 * 128);
-        for (int t = 0; t < 64; ++t)
-          for (int vv = 0; vv < 128; ++vv) {
-            double u = ch.Uv[t * 128 + vv];
-            for (int kk = 0; kk < 128; ++kk) u -= ch.W[t * 128 + kk] * S[vv * 128 + kk];
-            U[t * 128 + vv] = u;
-          }
-        for (int vv = 0; vv < 128; ++vv)
-          for (int kk = 0; kk < 128; ++kk) {
-            double acc = S[vv * 128 + kk] * ch.gc[kk];
-            for (int t = 0; t < 64; ++t) acc += U[t * 128 + vv] * ch.Kdec[t * 128 + kk];
-            S1[vv * 128 + kk] = acc;
-          }
-        S = S1;
+        S = R::StateStep(ch, S);
         if (exact_ds1) kept.push_back(std::move(ch));
       }
       if (exact_ds1) {  // the reverse chain in FP64
-                        // (tests/kernels/kda_chunked_backward_math_test.cc)
-        std::vector<double> dS(128 * 128, 0.0);
-        for (int e = 0; e < 128 * 128; ++e) dS[e] = in.dfinal[(d * H + h) * 16384 + e];
+        std::vector<double> dS(in.dfinal.begin() + (d * H + h) * 16384,
+                               in.dfinal.begin() + (d * H + h + 1) * 16384);
         for (int64_t c = chunks - 1; c >= 0; --c) {
           const int64_t slot = bos / 64 + d + c;
           for (int e = 0; e < 16384; ++e) g_exact_ds1[(slot * H + h) * 16384 + e] = float(dS[e]);
-          const R::Chunk& k = kept[c];
-          std::vector<double> dU(64 * 128), n0(128 * 128);
-          for (int t = 0; t < 64; ++t)
-            for (int vv = 0; vv < 128; ++vv) {
-              double a1 = 0, a2 = 0;
-              for (int s2 = t; s2 < 64; ++s2) a1 += k.M[s2 * 64 + t] * k.dO[s2 * 128 + vv];
-              for (int kk = 0; kk < 128; ++kk) a2 += k.Kdec[t * 128 + kk] * dS[vv * 128 + kk];
-              dU[t * 128 + vv] = p.scale * a1 + a2;
-            }
-          for (int vv = 0; vv < 128; ++vv)
-            for (int kk = 0; kk < 128; ++kk) {
-              double x = 0, y = 0;
-              for (int t = 0; t < 64; ++t) {
-                x += k.dO[t * 128 + vv] * k.QG[t * 128 + kk];
-                y += dU[t * 128 + vv] * -k.W[t * 128 + kk];
-              }
-              n0[vv * 128 + kk] = dS[vv * 128 + kk] * k.gc[kk] + p.scale * x + y;
-            }
-          dS = n0;
+          dS = R::ReverseStep(p, kept[c], dS);
         }
       }
     }
