@@ -28,9 +28,10 @@
 //    decayed pair products with both operands in three parts, six MMAs); the decays factored at
 //    the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16, rounded once)
 //    and FP32 per-chunk partials of ddt_bias and dA_log (per key channel). Uv = (I + A)^-1 beta V
-//    is solved again in FP32 (forward substitution) from the pass's own P (the BF16x3 one above)
-//    over the record's BF16x3 product, whose ~2^-17 operand rounding drove the dA_log tail on
-//    short documents (bench/results/kda_h200.md, "dA_log tail").
+//    comes from the record as the checkpoint preparation made it, with Tinv' in three parts
+//    (about FP32-exact): a two-part product (~2^-17 operand rounding) drove the dA_log tail on
+//    short documents, and this pass used to solve Uv again in FP32 (forward substitution, ~8% of
+//    its time; bench/results/kda_h200.md, "dA_log tail" and 2026-11-30, eighteenth session).
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 #include <atomic>
@@ -497,7 +498,6 @@ struct GradSmem {
   uint16_t d_o[kChunk][kLdH];  // raw dO
   union {
     float u[kChunk][kLdF];     // U's hi and mid BF16 parts ([kChunk][kLdH] each)
-    float uvs[kChunk][kLdF];   // Uv solve scratch (before U)
     struct {                   // after dM (U is dead)
       float da[kChunk][kLdC];  // -A^T for the solve, then dA (strictly lower)
     } pa;
@@ -643,13 +643,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     for (int t = warp; t < kChunk; t += Tr::kWarps) {
       float gl[4] = {0.f, 0.f, 0.f, 0.f};
       uint2 kraw = make_uint2(0u, 0u), qraw = make_uint2(0u, 0u), oraw = make_uint2(0u, 0u);
-      uint2 vraw = make_uint2(0u, 0u);
       if (t < len) {
         const RawToken r = LoadToken(a.q, a.k, a.g, a.beta, t0 + t, H, h);
         kraw = r.k;
         qraw = r.q;
         oraw = *reinterpret_cast<const uint2*>(a.d_o + ((t0 + t) * H + h) * kDim + 4 * lane);
-        vraw = *reinterpret_cast<const uint2*>(a.v + ((t0 + t) * H + h) * kDim + 4 * lane);
         const TokenLane tl = UnpackToken<true>(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
         for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
@@ -668,10 +666,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<uint2*>(&sm.k[t][4 * lane]) = kraw;
       *reinterpret_cast<uint2*>(&sm.q[t][4 * lane]) = qraw;
       *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
-      // V for the Uv solve below (in place there): loaded here with the other token operands,
-      // where the solve's own per-token load from L2 was a dependent ~600-cycle wait per token.
-      *reinterpret_cast<float4*>(&sm.r1.uvs[t][4 * lane]) = make_float4(
-          Bf16(vraw.x & 0xffff), Bf16(vraw.x >> 16), Bf16(vraw.y & 0xffff), Bf16(vraw.y >> 16));
     }
   }
   // Record operands to shared memory, each with the token of the output row first: -W [t][k] and
@@ -708,9 +702,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
   // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8.
   // The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread even with
-  // DecayExp. Computed first, into its own array (it lives until dbeta, beside U), so the Uv solve
-  // below has it; P right of a row's sub-chunk is left unwritten until the -A^T pass (nothing
-  // reads it before).
+  // DecayExp. Into its own array (it lives until dbeta, beside U); P right of a row's sub-chunk is
+  // left unwritten until the -A^T pass (nothing reads it before).
   {
     // Sub-chunk J has 2 J + 2 column tiles (2 + 4 + 6 + 8), in J + 1 pairs (columns 16 p ..
     // 16 p + 15): ten pairs on warps 0-9, each step's row factors built once for both tiles of a
@@ -760,63 +753,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
   }
   __syncthreads();
-  // Uv = (I + A)^-1 (beta V) again, in FP32 from this pass's own P (the BF16x3 one just above;
-  // one column per thread, forward substitution, reading only i < t), over the record's Uv: the
-  // preparation's BF16x3 product (operands split to ~2^-17) left dA_log errors up to ~1e-5 on
-  // short documents (the CPU study bench/kda_dalog_tail_study.py; bench/results/kda_h200.md,
-  // "dA_log tail"; the study solved from an FP32 P, this one from the BF16x3 P: emulated only).
-  // This CTA alone
-  // reads its record from here on (the chain does not read Uv), so the record takes the result
-  // and the U and dA products below read it as before.
-  // Row t's sum runs over i = 0 .. t - 1 in that order, so only its last step waits for row t - 1:
-  // four rows at a time run their sums side by side over the finished rows i < 4 b (four
-  // independent FMA chains, each x_i and P float4 read once for all four), then finish in turn
-  // over the block's own rows. Each row's operations and their order are the one-row loop's (ncu,
-  // bench/results/kda_h200.md 2026-11-30 kda22: that loop, one dependent chain per thread on four
-  // warps, was ~16% of the kernel's time with the other twelve warps waiting).
-  if (tid < kDim) {
-    float* uv_rec = const_cast<float*>(rec.uv);
-    constexpr int kRows = 4;
-#pragma unroll 1
-    for (int t0 = 0; t0 < kChunk; t0 += kRows) {
-      float x[kRows], nb[kRows];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const int t = t0 + r;
-        x[r] = t < len ? sm.bt[t] * sm.r1.uvs[t][tid] : 0.f;
-        nb[r] = -sm.bt[t];
-      }
-#pragma unroll 2
-      for (int i = 0; i < t0; i += 4) {
-        float u[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) u[j] = sm.r1.uvs[i + j][tid];
-        float4 pr[kRows];
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) pr[r] = *reinterpret_cast<const float4*>(&sm.p[t0 + r][i]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].x, u[0], x[r]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].y, u[1], x[r]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].z, u[2], x[r]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) x[r] = fmaf(nb[r] * pr[r].w, u[3], x[r]);
-      }
-      // The block's own rows: row t0 + r takes i = t0 .. t0 + r - 1, x_i from the registers.
-#pragma unroll
-      for (int r = 1; r < kRows; ++r) {
-#pragma unroll
-        for (int j = 0; j < r; ++j) x[r] = fmaf(nb[r] * sm.p[t0 + r][t0 + j], x[j], x[r]);
-      }
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        sm.r1.uvs[t0 + r][tid] = x[r];
-        uv_rec[(t0 + r) * kDim + tid] = x[r];
-      }
-    }
-  }
-  __syncthreads();  // the record's Uv rewritten (visible to the block); the scratch is free
   // z's column sums from L2 over all 512 threads (v = 32 tq .. 32 tq + 31 each, loads unrolled so
   // they are in flight together), summed in token-group order after the barriers below; 128
   // threads walking all 128 rows left the block waiting on L2. red is free until the epilogue.
@@ -1077,7 +1013,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the dA buffer (free until
   // the solve is done): the solve then reads one broadcast operand per step instead of recomputing
   // beta_s P[s][t] in each of its 256 columns. P right of a row's sub-chunk is zeroed here (no
-  // tile wrote it; the dbeta sums read whole rows; the Uv solve read only i < t).
+  // tile wrote it; the dbeta sums read whole rows).
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
@@ -1100,7 +1036,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // it reads only values its own lanes wrote, so a warp barrier orders the steps. The column per
   // thread over all 64 rows (each later x_s read from shared memory once per row, 8 warps working
   // and 8 waiting) took a quarter of the kernel's shared-memory wavefronts; this form cut the grad
-  // kernel by 2% (bench/results/kda_h200.md, kda43). The same blocking of the Uv solve above was
+  // kernel by 2% (bench/results/kda_h200.md, kda43). The same blocking of the former Uv solve was
   // slower: its second unrolled triangle cost instruction-cache misses across the kernel.
   {
     float* const y = (warp < Tr::kWarps / 2 ? &sm.bufw[0][0] : &sm.bufu[0][0]) + 16 * (warp & 7);

@@ -134,6 +134,15 @@ __device__ __forceinline__ uint16_t* TinvBPiece(PrepSmem& sm, int plane, int mt,
   return reinterpret_cast<uint16_t*>(sm.A) + (block * 16 + r) * 16 + 8 * (q ^ ((r >> 2) & 1));
 }
 static_assert(sizeof(PrepSmem::A) == 2 * 10 * 16 * 16 * 2, "Tinv' blocks fill the A buffer");
+// The checkpoint instance's third BF16 part of Tinv' (Split3Pair's lo; hi and mid are the two
+// planes above, bitwise), in TinvBPiece's layout at the start of the union: s.tinv's space, dead
+// once the split has read it and not written again before W's first right-hand side (so that
+// instance computes Uv before W).
+__device__ __forceinline__ uint16_t* TinvBPiece3(PrepSmem& sm, int mt, int ks, int r, int q) {
+  const int block = mt * (mt + 1) / 2 + ks;
+  return reinterpret_cast<uint16_t*>(&sm.u) + (block * 16 + r) * 16 + 8 * (q ^ ((r >> 2) & 1));
+}
+static_assert(10 * 16 * 16 * 2 <= sizeof(PrepSmem::u.w.rhs), "the third part below W's tinv");
 
 template <int kRows>
 struct StateTraits {
@@ -496,7 +505,12 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
 // bitwise the same records; the kernel is latency-bound, so more warps hide more of it.
 constexpr int kPrepThreads = 512;
 
-template <int kThreads = kPrepThreads>
+// kCheckpoint: the chunked backward's instance (a.checkpoints non-null). Its Uv takes Tinv' in
+// three BF16 parts (about FP32-exact, where two parts round it to ~2^-17): the checkpoint state
+// pass starts every chunk from that Uv, and the backward's per-chunk pass uses it as it is (it
+// solved Uv again in FP32 for want of it; host emulator, bench/results/kda_h200.md 2026-11-30,
+// eighteenth session). The forward's records are unchanged.
+template <int kThreads = kPrepThreads, bool kCheckpoint = false>
 __global__ void __launch_bounds__(kThreads, 2)
     KdaChunkPrepKernel(const __grid_constant__ FwdArgs a, char* __restrict__ ws) {
   using Tr = PrepTraits;
@@ -704,29 +718,121 @@ __global__ void __launch_bounds__(kThreads, 2)
     // the dead A buffer, packed by 16 x 16 block (TinvBPiece). W keeps Tinv itself: its exact unit
     // diagonal would become beta_t's BF16x2 split in Tinv' (W's error 2.4e-6 -> 5.5e-6 rel-L2 in
     // the host emulator, kda_prep_records_acc_emu.cc).
-    for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) {
+    constexpr int kSplitIters = kChunk * kChunk / 2 / kThreads;
+    static_assert(!kCheckpoint || kSplitIters * kThreads == kChunk * kChunk / 2, "whole rounds");
+    uint32_t third[kCheckpoint ? kSplitIters : 1];  // Tinv' third parts, stored after the barrier
+    auto split = [&](int e, uint32_t* lo3) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
       const float x0 = sm.u.s.tinv[t][j], x1 = sm.u.s.tinv[t][j + 1];
       StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j, x0, x1);
       const int mt = t / 16, ks = j / 16;
       if (ks <= mt) {
         uint32_t hi, lo;
-        PrepSplitPair(x0 * sm.bt[j], x1 * sm.bt[j + 1], &hi, &lo);
+        if constexpr (kCheckpoint) {
+          Split3Pair(x0 * sm.bt[j], x1 * sm.bt[j + 1], &hi, &lo, lo3);
+        } else {
+          PrepSplitPair(x0 * sm.bt[j], x1 * sm.bt[j + 1], &hi, &lo);
+        }
         *reinterpret_cast<uint32_t*>(TinvBPiece(sm, 0, mt, ks, t % 16, (j % 16) / 8) + j % 8) = hi;
         *reinterpret_cast<uint32_t*>(TinvBPiece(sm, 1, mt, ks, t % 16, (j % 16) / 8) + j % 8) = lo;
       }
+    };
+    if constexpr (kCheckpoint) {  // unrolled: `third` stays in registers
+#pragma unroll
+      for (int i = 0; i < kSplitIters; ++i) split(tid + i * kThreads, &third[i]);
+    } else {
+      for (int e = tid; e < kChunk * kChunk / 2; e += kThreads) split(e, nullptr);
     }
     CpAsyncWait<0>();  // V staged
     __syncthreads();
+    if constexpr (kCheckpoint) {  // s.tinv is read: its space takes the third parts
+#pragma unroll
+      for (int i = 0; i < kSplitIters; ++i) {
+        const int e = tid + i * kThreads;
+        const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
+        const int mt = t / 16, ks = j / 16;
+        if (ks <= mt) {
+          *reinterpret_cast<uint32_t*>(TinvBPiece3(sm, mt, ks, t % 16, (j % 16) / 8) + j % 8) =
+              third[i];
+        }
+      }
+      __syncthreads();
+    }
   }
 
+  const int g = lane >> 2, tq = lane & 3;
+
+  // Uv = Tinv' V. V's values are exact in BF16, so each part of Tinv' times V is one product: two
+  // (hi, lo) in the forward, three in the checkpoint instance (its third into lo's accumulators),
+  // with the B fragments straight from the staged V by ldmatrix.trans: no right-hand side build
+  // and no barrier. An item: the token tiles (3 - p, p) and 16 columns (two n-tiles), 16 items of
+  // 5 k-steps each. The forward computes it after W, the checkpoint instance before (its third
+  // parts lie where W's right-hand side goes).
+  auto uv_product = [&]() {
+    constexpr int kVItems = 2 * (kDim / 16);
+    auto piece = [vs](int t, int j) -> const uint16_t* { return VPiece(vs, t, j); };
+#pragma unroll 1
+    for (int item = warp; item < kVItems; item += Th::kWarps) {
+      const int lo_mt = item & 1, hi_mt = 3 - lo_mt, n0 = (item >> 1) * 16;
+      float acc[2][2][2][4];  // [token tile: hi, lo][n-tile][Tinv' hi, lo][fragment]
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[m][n][0][i] = acc[m][n][1][i] = 0.f;
+        }
+      }
+      for (int ks = 0; ks <= hi_mt; ++ks) {
+        uint32_t b[2][2];
+        LdmBT4(piece, ks * 16, n0, b[0], b[1]);
+        // Token tile mt's Tinv' hi and lo times both n-tiles, into acc[m].
+        auto tile = [&](int m, int mt) {
+          uint32_t ah[4], al[4];
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, mt, ks, r, q); }, ah);
+          LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, mt, ks, r, q); }, al);
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            Mma(acc[m][n][0], ah, b[n]);
+            Mma(acc[m][n][1], al, b[n]);
+          }
+          if constexpr (kCheckpoint) {
+            uint32_t a3[4];
+            LdmAP([&](int r, int q) { return TinvBPiece3(sm, mt, ks, r, q); }, a3);
+#pragma unroll
+            for (int n = 0; n < 2; ++n) Mma(acc[m][n][1], a3, b[n]);
+          }
+        };
+        tile(0, hi_mt);
+        if (ks <= lo_mt) tile(1, lo_mt);
+      }
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const int mt = m ? lo_mt : hi_mt;
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          const int col = n0 + 8 * n + 2 * tq;
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int t = mt * 16 + g + 8 * hh;
+            *reinterpret_cast<float2*>(uv + t * kDim + col) =
+                make_float2(acc[m][n][0][2 * hh] + acc[m][n][1][2 * hh],
+                            acc[m][n][0][2 * hh + 1] + acc[m][n][1][2 * hh + 1]);
+          }
+        }
+      }
+    }
+  };
+  if constexpr (kCheckpoint) {
+    uv_product();
+    __syncthreads();  // Uv has read the third parts: W's right-hand side takes their space
+  }
   // W = Tinv (beta K Gam), 64 columns at a time, BF16x3. Tinv is lower triangular, so token tile mt
   // needs k-steps 0 .. mt only. A work item is kNt 8-column tiles for the token tiles (3 - p, p),
   // p in {0, 1}: 5 k-steps either way, so all items cost the same; the old mapping (one warp per
   // token tile and 32 columns) made the slowest warp take 16 k-step units of 4 tiles, this one
   // 10. kNt = 2 for 8 warps (8 items, as many accumulators as before); 1 for 12 warps (16 items,
   // half the accumulators: the 80-register budget).
-  const int g = lane >> 2, tq = lane & 3;
   {
     uint16_t* w_lo = negw + kChunk * kDim;
     constexpr int kNt = Th::kWarps >= 12 ? 1 : 2;
@@ -806,59 +912,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
 
-  // Uv = Tinv' V. V's values are exact in BF16, so two products (Tinv' hi and lo) instead of
-  // three, with the B fragments straight from the staged V by ldmatrix.trans: no right-hand side
-  // build and no barrier. An item: the token tiles (3 - p, p) and 16 columns (two n-tiles), 16
-  // items of 5 k-steps each.
-  {
-    constexpr int kVItems = 2 * (kDim / 16);
-    auto piece = [vs](int t, int j) -> const uint16_t* { return VPiece(vs, t, j); };
-#pragma unroll 1
-    for (int item = warp; item < kVItems; item += Th::kWarps) {
-      const int lo_mt = item & 1, hi_mt = 3 - lo_mt, n0 = (item >> 1) * 16;
-      float acc[2][2][2][4];  // [token tile: hi, lo][n-tile][Tinv' hi, lo][fragment]
-#pragma unroll
-      for (int m = 0; m < 2; ++m) {
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[m][n][0][i] = acc[m][n][1][i] = 0.f;
-        }
-      }
-      for (int ks = 0; ks <= hi_mt; ++ks) {
-        uint32_t b[2][2];
-        LdmBT4(piece, ks * 16, n0, b[0], b[1]);
-        // Token tile mt's Tinv' hi and lo times both n-tiles, into acc[m].
-        auto tile = [&](int m, int mt) {
-          uint32_t ah[4], al[4];
-          LdmAP([&](int r, int q) { return TinvBPiece(sm, 0, mt, ks, r, q); }, ah);
-          LdmAP([&](int r, int q) { return TinvBPiece(sm, 1, mt, ks, r, q); }, al);
-#pragma unroll
-          for (int n = 0; n < 2; ++n) {
-            Mma(acc[m][n][0], ah, b[n]);
-            Mma(acc[m][n][1], al, b[n]);
-          }
-        };
-        tile(0, hi_mt);
-        if (ks <= lo_mt) tile(1, lo_mt);
-      }
-#pragma unroll
-      for (int m = 0; m < 2; ++m) {
-        const int mt = m ? lo_mt : hi_mt;
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-          const int col = n0 + 8 * n + 2 * tq;
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int t = mt * 16 + g + 8 * hh;
-            *reinterpret_cast<float2*>(uv + t * kDim + col) =
-                make_float2(acc[m][n][0][2 * hh] + acc[m][n][1][2 * hh],
-                            acc[m][n][0][2 * hh + 1] + acc[m][n][1][2 * hh + 1]);
-          }
-        }
-      }
-    }
-  }
+  if constexpr (!kCheckpoint) uv_product();
 }
 
 // ---- kernel 2: the state pass over chunks ------------------------------------------------------
@@ -1505,14 +1559,15 @@ Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t
   return LaunchStateMc<kRows, false>(a, ws, slots, stream);
 }
 
-template <int kThreads>
+template <int kThreads, bool kCheckpoint>
 Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream) {
   static std::atomic<uint64_t> done{0};
   constexpr int kSmem = static_cast<int>(sizeof(PrepSmem));
-  Status st = AllowSmem(KdaChunkPrepKernel<kThreads>, kSmem, &done, "the chunk preparation");
+  auto* kernel = KdaChunkPrepKernel<kThreads, kCheckpoint>;
+  Status st = AllowSmem(kernel, kSmem, &done, "the chunk preparation");
   if (!st.ok()) return st;
   const dim3 grid(static_cast<unsigned>(slots), static_cast<unsigned>(a.s.H));
-  KdaChunkPrepKernel<kThreads><<<grid, kThreads, kSmem, stream>>>(a, ws);
+  kernel<<<grid, kThreads, kSmem, stream>>>(a, ws);
   return CheckLaunch("the chunk preparation");
 }
 
@@ -1549,7 +1604,9 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
   }
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
   if (a.s.total_tokens == 0) return OkStatus();
-  return LaunchPrep<kPrepThreads>(a, static_cast<char*>(workspace), slots, stream);
+  char* const ws = static_cast<char*>(workspace);
+  if (a.checkpoints != nullptr) return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
+  return LaunchPrep<kPrepThreads, false>(a, ws, slots, stream);
 }
 
 Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,

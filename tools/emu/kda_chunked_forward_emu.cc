@@ -10,7 +10,7 @@
 void EmuChunkedForwardCheckpoints(const FwdArgs& a, char* ws) {
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
   EmuLaunch({unsigned(slots), unsigned(a.s.H), 1}, kPrepThreads,
-            [&] { KdaChunkPrepKernel<kPrepThreads>(a, ws); });
+            [&] { KdaChunkPrepKernel<kPrepThreads, true>(a, ws); });
   EmuLaunch({unsigned(StateTraits<16>::kSlices), unsigned(a.s.H), unsigned(a.s.N)},
             StateTraits<16>::kThreads, [&] { KdaChunkStateKernel<16, true, true>(a, ws); });
 }
