@@ -278,9 +278,16 @@ void CheckAgainstFp64(Problem& pr, const char* tag);
 // Seeds the input generator for one accuracy draw and prints the seed, so that a failing fresh
 // draw (the chunked backward's dA_log tail shows on a few percent of them) can be rerun:
 // KDA_TEST_SEED=<seed> with the failing test's --gtest_filter draws the same inputs.
+// KDA_TEST_SEED_BASE=<b>: the process's n-th draw (n = 0, 1, ...) takes seed b + n, so that two
+// builds run with the same b and --gtest_repeat draw the same inputs (a paired A/B of a tail).
 uint64_t SeedFreshDraw() {
+  static uint64_t draws = 0;
   const char* env = std::getenv("KDA_TEST_SEED");
-  const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  const char* base = std::getenv("KDA_TEST_SEED_BASE");
+  const uint64_t seed = env    ? std::strtoull(env, nullptr, 10)
+                        : base ? std::strtoull(base, nullptr, 10) + draws
+                               : std::random_device{}();
+  ++draws;
   testing::Rng().seed(seed);
   std::printf("[ seed ] KDA_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
   return seed;

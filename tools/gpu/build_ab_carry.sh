@@ -3,9 +3,10 @@
 # call of tools/gpu/ab_bench.sh and packs them small enough to carry (the working tree and the
 # carry together must stay under the device tool's 64 MiB).
 #   bash tools/gpu/build_ab_carry.sh NAME FAMILY FILE VARIANT=SOURCE ...
-# FILE is the source the variants replace (e.g. kernels/cuda/kda_chunked_backward.cu); SOURCE is
-# a file path (FILE itself means its content as the call found it) or git:REV (FILE as committed
-# at REV). Each variant gets FILE's content, one
+# FILE is the source the variants replace (e.g. kernels/cuda/kda_chunked_backward.cu), or several
+# such paths separated by spaces (one quoted argument); SOURCE is a file path (single FILE only;
+# FILE itself means its content as the call found it), git:REV (every FILE as committed at REV) or
+# "tree" (every FILE as the call found it). Each variant gets FILE's content, one
 # kernels-only build (BUILD_DIR, default /tmp/ab-build, configured on first use) and its stripped
 # family test and bench binaries in .carry/NAME/VARIANT/. FILE is restored afterwards, whatever
 # happens. EXTRA (space-separated paths, e.g. the call's run script) are copied into .carry/NAME
@@ -17,21 +18,26 @@ name=$1 family=$2 file=$3
 shift 3
 cd "$(git rev-parse --show-toplevel)"
 case $family in conv1d | mhc | kda) ;; *) echo "FAMILY must be conv1d, mhc or kda" >&2; exit 2 ;; esac
-[ -f "$file" ] || { echo "no such file: $file" >&2; exit 2; }
+read -r -a files <<< "$file"
+for f in "${files[@]}"; do [ -f "$f" ] || { echo "no such file: $f" >&2; exit 2; }; done
 build=${BUILD_DIR:-/tmp/ab-build}
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCAKEGRAD_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-saved=$(mktemp)
-cp "$file" "$saved"
-trap 'cp "$saved" "$file"; rm -f "$saved"' EXIT
+saved=$(mktemp -d)
+for i in "${!files[@]}"; do cp "${files[$i]}" "$saved/$i"; done
+restore() { for i in "${!files[@]}"; do cp "$saved/$i" "${files[$i]}"; done; }
+trap 'restore; rm -rf "$saved"' EXIT
 out=.carry/$name
 rm -rf "$out" ".carry/${name}x"
 for spec in "$@"; do
   v=${spec%%=*} src=${spec#*=}
   case $src in
-    git:*) git show "${src#git:}:$file" > "$file" ;;
-    *) if [ "$(realpath "$src")" = "$(realpath "$file")" ]; then cp "$saved" "$file"; else cp "$src" "$file"; fi ;;
+    git:*) for f in "${files[@]}"; do git show "${src#git:}:$f" > "$f"; done ;;
+    tree) restore ;;
+    *)
+      [ ${#files[@]} -eq 1 ] || { echo "a file SOURCE needs a single FILE" >&2; exit 2; }
+      if [ "$(realpath "$src")" = "$(realpath "$file")" ]; then restore; else cp "$src" "$file"; fi ;;
   esac
   ninja -C "$build" "cakegrad_gpu_${family}_tests" "cakegrad_${family}_bench" > "$build/ab_$v.log" 2>&1 ||
     { tail -20 "$build/ab_$v.log" >&2; echo "variant $v failed to build" >&2; exit 1; }
