@@ -4,6 +4,7 @@
 // kernels 2-4. Include after the kernels (kern_emu.inc) and the FP64 chunk math (prep.inc in
 // namespace kda_ref).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,12 @@
 #include <vector>
 
 #include "kda_emu_bf16.h"
+
+// EMU_EXACT_S0=records32: a forward copy (FWD_KERNEL) may write the preparation's FP32 -W and
+// Kdec^T, before their hi + lo split, here ((slot H + h) 16384 floats: -W [t][k], then Kdec^T
+// [k][t]), so that the FP64 state pass can run over them instead of the stored parts.
+extern "C" float* g_emu_side;
+extern "C" float* g_emu_side = nullptr;
 
 namespace kda_emu {
 
@@ -60,6 +67,53 @@ inline K::kda_cuda::KdaShape MakeShape(const R::Problem& p, const Inputs& in, in
 // RunBackwardKernels.
 inline std::vector<float> g_exact_ds1;
 
+// EMU_S0_ARITH=3 or 6 (with EMU_EXACT_S0=records or records32): the state step with the state
+// pass's operand splits emulated in FP64: S0 and U rounded to FP32, then split in BF16 parts, and
+// each product keeping the BF16x3 (hi hi, hi lo, lo hi of two-part operands) or BF16x6 (three-part
+// operands, the six largest partial products) terms; -W, Kdec^T, Uv, Gam_C as given.
+inline void SplitParts(double x, double (&p)[3]) {
+  const float f = static_cast<float>(x);
+  p[0] = FromBf(ToBf(f));
+  p[1] = FromBf(ToBf(f - static_cast<float>(p[0])));
+  p[2] = FromBf(ToBf(f - static_cast<float>(p[0]) - static_cast<float>(p[1])));
+}
+inline double SplitProduct(const double (&a)[3], const double (&b)[3], int arith) {
+  double r = a[0] * b[0] + a[0] * b[1] + a[1] * b[0];
+  if (arith == 6) r += a[0] * b[2] + a[1] * b[1] + a[2] * b[0];
+  return r;
+}
+inline std::vector<double> EmulatedStateStep(const R::Chunk& k, const std::vector<double>& S,
+                                             int arith) {
+  constexpr int C = 64, D = 128;
+  // EMU_S0_ARITH_W: U's product -W S0^T in another precision than S1's U^T Kdec.
+  const char* aw = std::getenv("EMU_S0_ARITH_W");
+  const int arith_w = aw ? std::atoi(aw) : arith;
+  std::vector<std::array<double, 3>> sp(D * D), wp(C * D), kp(C * D), up(C * D);
+  for (int e = 0; e < D * D; ++e) SplitParts(S[e], reinterpret_cast<double(&)[3]>(sp[e]));
+  for (int e = 0; e < C * D; ++e) {
+    SplitParts(k.W[e], reinterpret_cast<double(&)[3]>(wp[e]));
+    SplitParts(k.Kdec[e], reinterpret_cast<double(&)[3]>(kp[e]));
+  }
+  auto A = [](std::array<double, 3>& x) -> const double(&)[3] {
+    return reinterpret_cast<const double(&)[3]>(x);
+  };
+  for (int t = 0; t < C; ++t)
+    for (int v = 0; v < D; ++v) {
+      double u = k.Uv[t * D + v];
+      for (int kk = 0; kk < D; ++kk)
+        u -= SplitProduct(A(wp[t * D + kk]), A(sp[v * D + kk]), arith_w);
+      SplitParts(u, reinterpret_cast<double(&)[3]>(up[t * D + v]));
+    }
+  std::vector<double> S1(D * D);
+  for (int v = 0; v < D; ++v)
+    for (int kk = 0; kk < D; ++kk) {
+      double x = double(float(S[v * D + kk])) * k.gc[kk];
+      for (int t = 0; t < C; ++t) x += SplitProduct(A(up[t * D + v]), A(kp[t * D + kk]), arith);
+      S1[v * D + kk] = x;
+    }
+  return S1;
+}
+
 inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, const Inputs& in,
                         const K::kda_cuda::KdaShape& s, bool with_init, bool use_kernels,
                         const L::ChunkBwdLayout& lay, char* wsp) {
@@ -69,7 +123,11 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
   // recurrence in FP64 over the records as stored (-W and Kdec^T as hi + lo, Uv and Gam_C FP32),
   // i.e. an exact state pass on today's records.
   const char* exact_s0 = use_kernels ? std::getenv("EMU_EXACT_S0") : nullptr;
-  const bool from_records = exact_s0 != nullptr && std::strcmp(exact_s0, "records") == 0;
+  const bool from_records32 = exact_s0 != nullptr && std::strcmp(exact_s0, "records32") == 0;
+  const bool from_records =
+      exact_s0 != nullptr && (std::strcmp(exact_s0, "records") == 0 || from_records32);
+  std::vector<float> side(from_records32 ? L::ChunkSlots(s.total_tokens, N) * H * 16384 : 0, NAN);
+  g_emu_side = from_records32 ? side.data() : nullptr;
   if (use_kernels) {
     K::kda_cuda::FwdArgs f{};
     f.s = s;
@@ -111,13 +169,29 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
           ch.Uv.resize(64 * 128);
           for (int t = 0; t < 64; ++t)
             for (int kk = 0; kk < 128; ++kk) {
-              ch.W[t * 128 + kk] =
-                  -(double(FromBf(negw[t * 128 + kk])) + double(FromBf(negw[8192 + t * 128 + kk])));
+              // EMU_S0_SIDE_ONLY=w or kdec: only that operand from the FP32 side channel.
+              const char* only = std::getenv("EMU_S0_SIDE_ONLY");
+              const float* sd = from_records32 ? &side[(slot * H + h) * 16384] : nullptr;
+              ch.W[t * 128 + kk] = sd && (!only || std::strcmp(only, "w") == 0)
+                                       ? -double(sd[t * 128 + kk])
+                                       : -(double(FromBf(negw[t * 128 + kk])) +
+                                           double(FromBf(negw[8192 + t * 128 + kk])));
               ch.Kdec[t * 128 + kk] =
-                  double(FromBf(kdt[kk * 64 + t])) + double(FromBf(kdt[8192 + kk * 64 + t]));
+                  sd && (!only || std::strcmp(only, "kdec") == 0)
+                      ? double(sd[8192 + kk * 64 + t])
+                      : double(FromBf(kdt[kk * 64 + t])) + double(FromBf(kdt[8192 + kk * 64 + t]));
               ch.Uv[t * 128 + kk] = uv[t * 128 + kk];
             }
           ch.gc.assign(gamc, gamc + 128);
+          // EMU_S0_FP64_PARTS (any of "w", "kdec", "uv", "gc"): those operands of the state pass
+          // from the FP64 chunk math instead, to tell which record operand limits S0.
+          if (const char* parts = std::getenv("EMU_S0_FP64_PARTS")) {
+            const R::Chunk x = R::Prepare(p, d_o, t0, int(std::min<int64_t>(64, eos - t0)), h);
+            if (std::strstr(parts, "w")) ch.W = x.W;
+            if (std::strstr(parts, "kdec")) ch.Kdec = x.Kdec;
+            if (std::strstr(parts, "uv")) ch.Uv = x.Uv;
+            if (std::strstr(parts, "gc")) ch.gc = x.gc;
+          }
         } else {
           ch = R::Prepare(p, d_o, t0, int(std::min<int64_t>(64, eos - t0)), h);
         }
@@ -137,7 +211,11 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
         }
         float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
         for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
-        S = R::StateStep(ch, S);
+        if (const char* ar = from_records ? std::getenv("EMU_S0_ARITH") : nullptr) {
+          S = EmulatedStateStep(ch, S, std::atoi(ar));
+        } else {
+          S = R::StateStep(ch, S);
+        }
         if (exact_ds1) kept.push_back(std::move(ch));
       }
       if (exact_ds1) {  // the reverse chain in FP64
