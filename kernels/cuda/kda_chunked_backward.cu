@@ -55,6 +55,7 @@ namespace {
 
 constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 constexpr int kPartials = static_cast<int>(kda_layout::kBwdPartials);
+constexpr int kChunkPFloats = static_cast<int>(kda_layout::kChunkPFloats);
 static_assert(kChunk == 64 && kDim == 128, "index arithmetic below assumes C = 64, K = V = 128");
 
 struct ChunkBwdArgs {
@@ -72,6 +73,7 @@ struct ChunkBwdArgs {
   const float* s0;            // [slots, H, 128, 128] chunk-start states (kernel 1)
   float* ds1;                 // [slots, H, 128, 128] chunk-end state gradients (kernel 2)
   float* partials;            // [slots, H, kBwdPartials] (kernel 3)
+  const float* chunk_p;       // [slots, H, kChunkPFloats] P of each chunk (kernel 1)
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
@@ -696,60 +698,20 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();  // cumulative gates complete
 
-  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), on the tensor cores as
-  // the forward's preparation computes A: per 16-row sub-chunk J, rows k_t exp(G_t - r_J) times
-  // columns k_i exp(r_J - G_i) (i < 16 J + 16, both factors in [e^-75, e^75]), r_J = G[16 J],
-  // BF16x3 (the study's kk class), rk_t rk_i applied to the FP32 result. The fragments are built
-  // in registers straight from k and G (one DecayExp per element and tile): 20 tiles of 16 x 8.
-  // The CUDA-core loop (one exp per key and pair) took ~8k instructions per thread even with
-  // DecayExp. Into its own array (it lives until dbeta, beside U); P right of a row's sub-chunk is
-  // left unwritten until the -A^T pass (nothing reads it before).
+  // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), as the checkpoint
+  // preparation made it for A (packed by sub-chunk: row t of sub-chunk J has columns < 16 J + 16;
+  // the rest is zeroed by the -A^T pass below before anything reads it). The record's Tinv-based
+  // W and Uv come from that A, so the back substitution, dbeta and Uv agree with each other; this
+  // pass used to compute its own P on the tensor cores (20 tiles on 10 warps). It lives until
+  // dbeta, beside U.
   {
-    // Sub-chunk J has 2 J + 2 column tiles (2 + 4 + 6 + 8), in J + 1 pairs (columns 16 p ..
-    // 16 p + 15): ten pairs on warps 0-9, each step's row factors built once for both tiles of a
-    // pair (with a tile per warp, warps 0-3 took two tiles and built them twice). Per tile the
-    // same MMAs in the same order: the same bits.
-    if (warp < 10) {
-      const int J = warp < 4 ? 3 : warp < 7 ? 2 : warp < 9 ? 1 : 0;
-      const int m0 = 16 * J, c0 = 16 * (warp - (J == 3 ? 0 : J == 2 ? 4 : J == 1 ? 7 : 9));
-      const int g = lane >> 2, q2 = 2 * (lane & 3);
-      float a0[2][4], a1[2][4], a2[2][4];
-#pragma unroll
-      for (int n = 0; n < 2; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) a0[n][e] = a1[n][e] = a2[n][e] = 0.f;
-      }
+    const float4* pp = reinterpret_cast<const float4*>(a.chunk_p + (slot * H + h) * kChunkPFloats);
 #pragma unroll 1
-      for (int k0 = 0; k0 < kDim; k0 += 16) {
-        uint32_t ah[4], al[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {  // A: rows m0 + g (+ 8), keys k0 + q2 (+ 1) (+ 8)
-          const int t = m0 + g + 8 * (r & 1), k = k0 + q2 + 8 * (r >> 1);
-          const float x0 = Bf16(sm.k[t][k]) * DecayExp(sm.G[t][k] - sm.G[m0][k]);
-          const float x1 = Bf16(sm.k[t][k + 1]) * DecayExp(sm.G[t][k + 1] - sm.G[m0][k + 1]);
-          SplitPair(x0, x1, &ah[r], &al[r]);
-        }
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-          uint32_t bh[2], bl[2];
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {  // B: column i = c0 + 8 n + g, keys k0 + q2 (+ 1) (+ 8)
-            const int i = c0 + 8 * n + g, k = k0 + q2 + 8 * r;
-            const float x0 = Bf16(sm.k[i][k]) * DecayExp(sm.G[m0][k] - sm.G[i][k]);
-            const float x1 = Bf16(sm.k[i][k + 1]) * DecayExp(sm.G[m0][k + 1] - sm.G[i][k + 1]);
-            SplitPair(x0, x1, &bh[r], &bl[r]);
-          }
-          Mma3(a0[n], a1[n], a2[n], ah, al, bh, bl);
-        }
-      }
-#pragma unroll
-      for (int n = 0; n < 2; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int t = m0 + g + 8 * (e >> 1), i = c0 + 8 * n + q2 + (e & 1);
-          sm.p[t][i] = i < t ? (a0[n][e] + (a1[n][e] + a2[n][e])) * (sm.rk[t] * sm.rk[i]) : 0.f;
-        }
-      }
+    for (int e4 = tid; e4 < kChunkPFloats / 4; e4 += Tr::kThreads) {
+      const int e = 4 * e4;
+      const int J = e < 256 ? 0 : e < 768 ? 1 : e < 1536 ? 2 : 3;
+      const int rem = e - 128 * J * (J + 1), width = 16 * (J + 1);
+      *reinterpret_cast<float4*>(&sm.p[16 * J + rem / width][rem % width]) = pp[e4];
     }
   }
   __syncthreads();
@@ -1553,6 +1515,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   b.s0 = reinterpret_cast<const float*>(ws + layout.s0);
   b.ds1 = reinterpret_cast<float*>(ws + layout.ds1);
   b.partials = reinterpret_cast<float*>(ws + layout.partials);
+  b.chunk_p = reinterpret_cast<const float*>(ws + layout.p);
   b.dq = p.dq;
   b.dk = p.dk;
   b.dv = p.dv;
@@ -1574,6 +1537,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.final_state = nullptr;
     f.checkpoints = reinterpret_cast<float*>(ws + layout.s0);
     f.residual = nullptr;
+    f.chunk_p = reinterpret_cast<float*>(ws + layout.p);
     void* const rec_ws = ws + layout.records;
     const Status prep = LaunchChunkedPrep(f, rec_ws, layout.s0 - layout.records, stream);
     if (!prep.ok()) return prep;

@@ -118,11 +118,15 @@ static_assert(sizeof(PrepSmem::u.s.tinv) <= sizeof(PrepSmem::u.w.rhs) &&
 // A[t][col] of the packed A (col < 16 (t / 16 + 1)). Its row strides (16 to 64 floats) make the
 // tile epilogue's 4 stores per lane up to 8-way bank conflicted: a few dozen cycles per tile,
 // against the 8 KB the padding would cost.
-__device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
+__device__ __forceinline__ int PackedIndex(int t, int col) {
   const int J = t / PrepTraits::kSub;
-  return sm.A[PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
-              (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col];
+  return PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
+         (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col;
 }
+__device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
+  return sm.A[PackedIndex(t, col)];
+}
+static_assert(PrepTraits::kAPacked == kda_layout::kChunkPFloats, "P's record packs as A");
 
 // Tinv' = Tinv diag(beta) split, in the A buffer once A is dead: plane (hi, lo) x the 10 blocks
 // (mt, ks <= mt) of its block-lower triangle, 16 x 16 each, rows of two 16-byte pieces (exactly
@@ -291,7 +295,8 @@ constexpr int kStateSmemBytes = static_cast<int>(sizeof(StateSmemOf<kRows, kMc>)
 
 struct ChunkCtx {
   const FwdArgs* a;
-  int64_t t0;  // first token of the chunk
+  float* p_out;  // the checkpoint instance's P of this chunk (kda_layout::kChunkPFloats)
+  int64_t t0;    // first token of the chunk
   int64_t h;
   int len;  // valid tokens in the chunk
 };
@@ -389,7 +394,7 @@ __device__ __forceinline__ void HalfFactorTile(const uint16_t* row, const uint16
 // (keys for A, queries for M; the row decay computed once for both) of both K halves, then every
 // warp takes up to two of the 4 (J + 1) tiles (A or M, 8 columns): two barriers per sub-chunk, and
 // the early sub-chunks idle fewer warps.
-template <int kThreads>
+template <int kThreads, bool kCheckpoint>
 __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm, int J,
                                                  uint16_t* m_hi, uint16_t* m_lo) {
   using Tr = PrepTraits;
@@ -476,6 +481,10 @@ __device__ __forceinline__ void SubChunkProducts(const ChunkCtx& c, PrepSmem& sm
           *reinterpret_cast<float2*>(&PackedA(sm, t, col)) =
               make_float2(col < t ? sm.bt[t] * out[2 * hh] : 0.f,
                           col + 1 < t ? sm.bt[t] * out[2 * hh + 1] : 0.f);
+          if constexpr (kCheckpoint) {  // P = A / beta as it is before the factor
+            *reinterpret_cast<float2*>(c.p_out + PackedIndex(t, col)) =
+                make_float2(col < t ? out[2 * hh] : 0.f, col + 1 < t ? out[2 * hh + 1] : 0.f);
+          }
         }
       } else {
 #pragma unroll
@@ -525,6 +534,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (!LocateChunkSlot(a.s, slot, &bos, &eos, &chunk)) return;  // a gap slot
   ChunkCtx c;
   c.a = &a;
+  c.p_out = kCheckpoint ? a.chunk_p + (slot * H + h) * kda_layout::kChunkPFloats : nullptr;
   c.t0 = bos + chunk * kChunk;
   c.h = h;
   c.len = static_cast<int>(min(int64_t{kChunk}, eos - c.t0));
@@ -648,7 +658,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
 #pragma unroll 1
-  for (int J = 0; J < Tr::kSubs; ++J) SubChunkProducts<kThreads>(c, sm, J, m_hi, m_lo);
+  for (int J = 0; J < Tr::kSubs; ++J) {
+    SubChunkProducts<kThreads, kCheckpoint>(c, sm, J, m_hi, m_lo);
+  }
 
   // Tinv = (I + A)^-1 in FP32: 16 x 16 diagonal blocks by forward substitution (one column per
   // thread), then block rows Tinv[J, <J] = -Tinv[J, J] (A[J, <J] Tinv[<J, <J]).
@@ -1605,7 +1617,10 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
   if (a.s.total_tokens == 0) return OkStatus();
   char* const ws = static_cast<char*>(workspace);
-  if (a.checkpoints != nullptr) return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
+  if (a.checkpoints != nullptr) {
+    if (a.chunk_p == nullptr) return InvalidArgument("kda: checkpoint mode needs chunk_p");
+    return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
+  }
   return LaunchPrep<kPrepThreads, false>(a, ws, slots, stream);
 }
 

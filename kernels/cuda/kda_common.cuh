@@ -392,6 +392,8 @@ struct FwdArgs {
   float* checkpoints;          // recompute mode: [slots, H, 128, 128]; in the chunked forward,
                                // non-null: chunk-start states at chunk slots (o may be null)
   float* residual;             // recompute mode: [total_tokens, H, 128]
+  float* chunk_p;              // the chunked forward's checkpoint mode: P per chunk slot,
+                               // [slots, H, kda_layout::kChunkPFloats]
 };
 
 // Enqueues the forward pass over every (document, head); defined in kda_forward.cu.

@@ -72,12 +72,17 @@ constexpr int64_t kRecBytes = AlignUp(kRecGamC + kDim * 4);
 // [128][128]), and FP32 parameter-gradient partials: ddt_bias terms [128], then dA_log terms
 // per key channel [128] (reduced over slots and channels in FP64, in a fixed order).
 constexpr int64_t kBwdPartials = 2 * kDim;
+// The checkpoint preparation's P = A / beta (the strictly lower products of normalised keys with
+// the decays), FP32, packed by 16-token sub-chunk: row t of sub-chunk J keeps its columns
+// 0 .. 16 J + 15 (zeros from t on), block J at 256 J (J + 1) / 2 floats.
+constexpr int64_t kChunkPFloats = 16 * 16 * 10;
 
 struct ChunkBwdLayout {
   int64_t records = 0;   // kRecBytes per (slot, head)
   int64_t s0 = 0;        // FP32 [slots, H, 128, 128]
   int64_t ds1 = 0;       // FP32 [slots, H, 128, 128]
   int64_t partials = 0;  // FP32 [slots, H, kBwdPartials]
+  int64_t p = 0;         // FP32 [slots, H, kChunkPFloats]
   int64_t total = 0;
 };
 
@@ -93,6 +98,8 @@ constexpr ChunkBwdLayout MakeChunkBwdLayout(int64_t B, int64_t T, int64_t H, int
   off += AlignUp(slots_h * kDim * kDim * 4);
   l.partials = off;
   off += AlignUp(slots_h * kBwdPartials * 4);
+  l.p = off;
+  off += AlignUp(slots_h * kChunkPFloats * 4);
   l.total = off;
   return l;
 }

@@ -140,6 +140,7 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.dt_bias = in.dt_bias.data();
     f.initial_state = with_init ? in.s0.data() : nullptr;
     f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
+    f.chunk_p = reinterpret_cast<float*>(wsp + lay.p);
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
     if (exact_s0 == nullptr) return;
   }
@@ -208,6 +209,11 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
             for (int i = 0; i < 64; ++i)
               SplitTo(ch.M[t * 64 + i], &m[t * 64 + i], &m[4096 + t * 64 + i]);
           for (int kk = 0; kk < 128; ++kk) gamc[kk] = float(ch.gc[kk]);
+          // P packed by sub-chunk (kda_layout::kChunkPFloats), as the preparation stores it.
+          float* pp = reinterpret_cast<float*>(wsp + lay.p) + (slot * H + h) * L::kChunkPFloats;
+          for (int t = 0, e = 0; t < 64; ++t)
+            for (int i = 0; i < 16 * (t / 16 + 1); ++i)
+              pp[e++] = i < t ? float(ch.P[t * 64 + i]) : 0.f;
         }
         float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
         for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
@@ -269,6 +275,7 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   b.s0 = reinterpret_cast<const float*>(wsp + lay.s0);
   b.ds1 = reinterpret_cast<float*>(wsp + lay.ds1);
   b.partials = reinterpret_cast<float*>(wsp + lay.partials);
+  b.chunk_p = reinterpret_cast<const float*>(wsp + lay.p);
   b.dq = o.dq.data();
   b.dk = o.dk.data();
   b.dv = o.dv.data();
