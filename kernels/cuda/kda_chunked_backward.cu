@@ -74,6 +74,7 @@ struct ChunkBwdArgs {
   float* ds1;                 // [slots, H, 128, 128] chunk-end state gradients (kernel 2)
   float* partials;            // [slots, H, kBwdPartials] (kernel 3)
   const float* chunk_p;       // [slots, H, kChunkPFloats] P of each chunk (kernel 1)
+  const float* chunk_tinv;    // [slots, H, kChunkPFloats] Tinv = (I + A)^-1 (kernel 1)
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
@@ -972,90 +973,67 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();  // U is dead: its space takes -A^T, then dA
 
-  // -A transposed, naT[i][t] = -beta_t P[t][i] (zero for i >= t), into the dA buffer (free until
-  // the solve is done): the solve then reads one broadcast operand per step instead of recomputing
-  // beta_s P[s][t] in each of its 256 columns. P right of a row's sub-chunk is zeroed here (no
-  // tile wrote it; the dbeta sums read whole rows).
+  // P right of a row's sub-chunk is zeroed (the dbeta sums read whole rows), and the checkpoint
+  // preparation's Tinv = (I + A)^-1 (FP32, from the A of P, W and Uv) goes transposed into the dA
+  // buffer (free until the product below is done): Tinv^T is upper triangular by 16-token blocks,
+  // and every entry the product reads, rows s of block J_s and columns t >= 16 J_s, is there.
+  // Consecutive threads take consecutive rows t of a block: conflict-free transposed stores.
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
-    float x = 0.f;
-    if (i < 16 * (t / 16 + 1)) {
-      x = sm.p[t][i];
-    } else {
-      sm.p[t][i] = 0.f;
+    if (i >= 16 * (t / 16 + 1)) sm.p[t][i] = 0.f;
+  }
+  {
+    const float4* tp =
+        reinterpret_cast<const float4*>(a.chunk_tinv + (slot * H + h) * kChunkPFloats);
+#pragma unroll 1
+    for (int e4 = tid; e4 < kChunkPFloats / 4; e4 += Tr::kThreads) {
+      const int J = e4 < 64 ? 0 : e4 < 192 ? 1 : e4 < 384 ? 2 : 3;  // 32 J (J + 1) float4s before
+      const int rem = e4 - 32 * J * (J + 1), r = rem % 16, c4 = rem / 16;
+      const float4 v = tp[32 * J * (J + 1) + r * 4 * (J + 1) + c4];
+      const int t = 16 * J + r, s0 = 4 * c4;
+      sm.r1.pa.da[s0][t] = v.x;
+      sm.r1.pa.da[s0 + 1][t] = v.y;
+      sm.r1.pa.da[s0 + 2][t] = v.z;
+      sm.r1.pa.da[s0 + 3][t] = v.w;
     }
-    sm.r1.pa.da[i][t] = i < t ? -(sm.bt[t] * x) : 0.f;
   }
   __syncthreads();
 
-  // [dKb | dVb] = Tinv^T [dW | dU]: solve (I + A)^T x = y in place, x_t = y_t + sum_{s > t}
-  // naT[t][s] x_s (naT = -A^T, zero at and left of the diagonal), by 16-token blocks from the
-  // last. Block b first takes the later blocks' sum as one product on the tensor cores (BF16x6,
-  // ~FP32-exact: dKb reaches dg through X and dA), then solves its own triangle on the CUDA cores
-  // with its 16 values in registers, x_{t+1} added last so that each row waits for one FMA of the
-  // row below. Warp w owns columns 16 (w % 8) .. + 15 of dW (w < 8) or dU through all four blocks:
-  // it reads only values its own lanes wrote, so a warp barrier orders the steps. The column per
-  // thread over all 64 rows (each later x_s read from shared memory once per row, 8 warps working
-  // and 8 waiting) took a quarter of the kernel's shared-memory wavefronts; this form cut the grad
-  // kernel by 2% (bench/results/kda_h200.md, kda43). The same blocking of the former Uv solve was
-  // slower: its second unrolled triangle cost instruction-cache misses across the kernel.
+  // [dKb | dVb] = Tinv^T [dW | dU] on the tensor cores, BF16x6 (~FP32-exact: dKb reaches dg
+  // through X and dA). Warp w owns columns 16 (w % 8) .. + 15 of dW (w < 8) or dU: output tiles
+  // (mt, n) over k-steps ks >= mt, in place by ascending mt (block mt's result needs the input's
+  // blocks ks >= mt only, and no other warp touches the columns). It replaces a back
+  // substitution, (I + A)^T x = y by 16-token blocks on the CUDA cores, ~1600 latency-bound
+  // instructions a warp (bench/results/kda_h200.md, kda43 and the eighteenth session).
   {
     float* const y = (warp < Tr::kWarps / 2 ? &sm.bufw[0][0] : &sm.bufu[0][0]) + 16 * (warp & 7);
-    const float* const na = &sm.r1.pa.da[0][0];
+    const float* const tt = &sm.r1.pa.da[0][0];
     static_assert(Tr::kWarps * 16 == 2 * kDim, "16 columns per warp");
 #pragma unroll 1
-    for (int r0 = kChunk - 16; r0 >= 0; r0 -= 16) {
-      if (r0 + 16 < kChunk) {  // warp-uniform
-        float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    for (int mt = 0; mt < kMt; ++mt) {
+      float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll 1
-        for (int k0 = r0 + 16; k0 < kChunk; k0 += 16) {
-          uint32_t ah[4], am[4], al[4];
-          LoadASplit3(na, kLdC, r0, k0, ah, am, al);
-#pragma unroll
-          for (int n = 0; n < 2; ++n) {
-            float xb[4];
-            uint32_t bh[2], bm[2], bl[2];
-            LoadBRaw(y, kLdF, k0, 8 * n, xb);
-            SplitB3(xb, bh, bm, bl);
-            Mma6(acc[n], ah, am, al, bh, bm, bl);
-          }
-        }
+      for (int ks = mt; ks < kMt; ++ks) {
+        uint32_t ah[4], am[4], al[4];
+        LoadASplit3(tt, kLdC, 16 * mt, 16 * ks, ah, am, al);
 #pragma unroll
         for (int n = 0; n < 2; ++n) {
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            float2* p =
-                reinterpret_cast<float2*>(y + (r0 + fr + 8 * hh) * kLdF + 8 * n + 2 * (lane & 3));
-            float2 v = *p;
-            v.x += acc[n][2 * hh];
-            v.y += acc[n][2 * hh + 1];
-            *p = v;
-          }
+          float xb[4];
+          uint32_t bh[2], bm[2], bl[2];
+          LoadBRaw(y, kLdF, 16 * ks, 8 * n, xb);
+          SplitB3(xb, bh, bm, bl);
+          Mma6(acc[n], ah, am, al, bh, bm, bl);
         }
-        __syncwarp();
       }
-      if (lane < 16) {
-        float x[16];
+      __syncwarp();  // every lane has read block mt
 #pragma unroll
-        for (int t = 0; t < 16; ++t) x[t] = y[(r0 + t) * kLdF + lane];
+      for (int n = 0; n < 2; ++n) {
 #pragma unroll
-        for (int t = 14; t >= 0; --t) {
-          float c[16];
-          const float4* row = reinterpret_cast<const float4*>(na + (r0 + t) * kLdC + r0);
-#pragma unroll
-          for (int q = (t + 1) / 4; q < 4; ++q) {
-            const float4 v = row[q];
-            c[4 * q] = v.x;
-            c[4 * q + 1] = v.y;
-            c[4 * q + 2] = v.z;
-            c[4 * q + 3] = v.w;
-          }
-#pragma unroll
-          for (int s = 15; s > t; --s) x[t] = fmaf(c[s], x[s], x[t]);
+        for (int hh = 0; hh < 2; ++hh) {
+          *reinterpret_cast<float2*>(y + (16 * mt + fr + 8 * hh) * kLdF + 8 * n + 2 * (lane & 3)) =
+              make_float2(acc[n][2 * hh], acc[n][2 * hh + 1]);
         }
-#pragma unroll
-        for (int t = 0; t < 16; ++t) y[(r0 + t) * kLdF + lane] = x[t];
       }
       __syncwarp();
     }
@@ -1516,6 +1494,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   b.ds1 = reinterpret_cast<float*>(ws + layout.ds1);
   b.partials = reinterpret_cast<float*>(ws + layout.partials);
   b.chunk_p = reinterpret_cast<const float*>(ws + layout.p);
+  b.chunk_tinv = reinterpret_cast<const float*>(ws + layout.tinv);
   b.dq = p.dq;
   b.dk = p.dk;
   b.dv = p.dv;
@@ -1538,6 +1517,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.checkpoints = reinterpret_cast<float*>(ws + layout.s0);
     f.residual = nullptr;
     f.chunk_p = reinterpret_cast<float*>(ws + layout.p);
+    f.chunk_tinv = reinterpret_cast<float*>(ws + layout.tinv);
     void* const rec_ws = ws + layout.records;
     const Status prep = LaunchChunkedPrep(f, rec_ws, layout.s0 - layout.records, stream);
     if (!prep.ok()) return prep;

@@ -733,12 +733,18 @@ __global__ void __launch_bounds__(kThreads, 2)
     constexpr int kSplitIters = kChunk * kChunk / 2 / kThreads;
     static_assert(!kCheckpoint || kSplitIters * kThreads == kChunk * kChunk / 2, "whole rounds");
     uint32_t third[kCheckpoint ? kSplitIters : 1];  // Tinv' third parts, stored after the barrier
+    float* const tinv_out =
+        kCheckpoint ? a.chunk_tinv + (slot * H + h) * kda_layout::kChunkPFloats : nullptr;
     auto split = [&](int e, uint32_t* lo3) {
       const int t = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
       const float x0 = sm.u.s.tinv[t][j], x1 = sm.u.s.tinv[t][j + 1];
       StorePair(&sm.u.w.tinv[0][0][0], &sm.u.w.tinv[1][0][0], t * Tr::kTStride, j, x0, x1);
       const int mt = t / 16, ks = j / 16;
       if (ks <= mt) {
+        // The checkpoint instance's FP32 Tinv, packed as P: the backward's [dKb | dVb] product.
+        if constexpr (kCheckpoint) {
+          *reinterpret_cast<float2*>(tinv_out + PackedIndex(t, j)) = make_float2(x0, x1);
+        }
         uint32_t hi, lo;
         if constexpr (kCheckpoint) {
           Split3Pair(x0 * sm.bt[j], x1 * sm.bt[j + 1], &hi, &lo, lo3);
@@ -1618,7 +1624,9 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
   if (a.s.total_tokens == 0) return OkStatus();
   char* const ws = static_cast<char*>(workspace);
   if (a.checkpoints != nullptr) {
-    if (a.chunk_p == nullptr) return InvalidArgument("kda: checkpoint mode needs chunk_p");
+    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr) {
+      return InvalidArgument("kda: checkpoint mode needs chunk_p and chunk_tinv");
+    }
     return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
   }
   return LaunchPrep<kPrepThreads, false>(a, ws, slots, stream);

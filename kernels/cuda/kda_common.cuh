@@ -394,6 +394,7 @@ struct FwdArgs {
   float* residual;             // recompute mode: [total_tokens, H, 128]
   float* chunk_p;              // the chunked forward's checkpoint mode: P per chunk slot,
                                // [slots, H, kda_layout::kChunkPFloats]
+  float* chunk_tinv;           // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
 };
 
 // Enqueues the forward pass over every (document, head); defined in kda_forward.cu.

@@ -83,6 +83,7 @@ struct ChunkBwdLayout {
   int64_t ds1 = 0;       // FP32 [slots, H, 128, 128]
   int64_t partials = 0;  // FP32 [slots, H, kBwdPartials]
   int64_t p = 0;         // FP32 [slots, H, kChunkPFloats]
+  int64_t tinv = 0;      // FP32 [slots, H, kChunkPFloats]: Tinv = (I + A)^-1, packed as P
   int64_t total = 0;
 };
 
@@ -99,6 +100,8 @@ constexpr ChunkBwdLayout MakeChunkBwdLayout(int64_t B, int64_t T, int64_t H, int
   l.partials = off;
   off += AlignUp(slots_h * kBwdPartials * 4);
   l.p = off;
+  off += AlignUp(slots_h * kChunkPFloats * 4);
+  l.tinv = off;
   off += AlignUp(slots_h * kChunkPFloats * 4);
   l.total = off;
   return l;

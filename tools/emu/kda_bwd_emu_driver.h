@@ -141,6 +141,7 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.initial_state = with_init ? in.s0.data() : nullptr;
     f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
     f.chunk_p = reinterpret_cast<float*>(wsp + lay.p);
+    f.chunk_tinv = reinterpret_cast<float*>(wsp + lay.tinv);
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
     if (exact_s0 == nullptr) return;
   }
@@ -214,6 +215,9 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
           for (int t = 0, e = 0; t < 64; ++t)
             for (int i = 0; i < 16 * (t / 16 + 1); ++i)
               pp[e++] = i < t ? float(ch.P[t * 64 + i]) : 0.f;
+          float* tv = reinterpret_cast<float*>(wsp + lay.tinv) + (slot * H + h) * L::kChunkPFloats;
+          for (int t = 0, e = 0; t < 64; ++t)
+            for (int i = 0; i < 16 * (t / 16 + 1); ++i) tv[e++] = float(ch.Tinv[t * 64 + i]);
         }
         float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
         for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
@@ -276,6 +280,7 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   b.ds1 = reinterpret_cast<float*>(wsp + lay.ds1);
   b.partials = reinterpret_cast<float*>(wsp + lay.partials);
   b.chunk_p = reinterpret_cast<const float*>(wsp + lay.p);
+  b.chunk_tinv = reinterpret_cast<const float*>(wsp + lay.tinv);
   b.dq = o.dq.data();
   b.dk = o.dk.data();
   b.dv = o.dv.data();
