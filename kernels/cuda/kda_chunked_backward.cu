@@ -17,21 +17,23 @@
 //    forward; no output written).
 // 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16, 32 or 64 state rows, head,
 //    document; the forward's wave rule), walking the chunks backwards with its dS slice in
-//    registers (FP32); writes dS1 per chunk slot and dinitial_state. Separable over state rows,
-//    needs no S0; both products on mma.sync in BF16x3 (the state pass's precision), the record's
-//    operands as they are stored (split), shared by the two slices of a 2-CTA cluster by TMA
-//    multicast as in the forward's pass.
+//    registers (FP32); writes dS1 and its dU (FP32) per chunk slot, and dinitial_state.
+//    Separable over state rows, needs no S0; both products on mma.sync in BF16x3 (the state pass's
+//    precision), the record's operands as they are stored (split), shared by the two slices of a
+//    2-CTA cluster by TMA multicast as in the forward's pass.
 // 3. KdaChunkGradKernel: one CTA per (chunk slot, head), all chunks in parallel; every product on
 //    mma.sync m16n8k16 with split BF16 operands (kda_mma.cuh): BF16x3 where the study allows it
-//    (U, dW, P and dU's state part), about FP32-exact where the result reaches the gate gradient
-//    directly (dO's products with the other operand in three parts; dKdec, dA and the four
-//    decayed pair products with both operands in three parts, six MMAs); the decays factored at
-//    the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16, rounded once)
-//    and FP32 per-chunk partials of ddt_bias and dA_log (per key channel). Uv = (I + A)^-1 beta V
-//    comes from the record as the checkpoint preparation made it, with Tinv' in three parts
-//    (about FP32-exact): a two-part product (~2^-17 operand rounding) drove the dA_log tail on
-//    short documents, and this pass used to solve Uv again in FP32 (forward substitution, ~8% of
-//    its time; bench/results/kda_h200.md, "dA_log tail" and 2026-11-30, eighteenth session).
+//    (U, dW), about FP32-exact where the result reaches the gate gradient directly (dO's products
+//    with the other operand in three parts; dKdec, dA, [dKb | dVb] = Tinv^T [dW | dU] and the
+//    four decayed pair products with both operands in three parts, six MMAs); the decays
+//    factored at the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16,
+//    rounded once) and FP32 per-chunk partials of ddt_bias and dA_log (per key channel). What
+//    launches 1 and 2 already computed it takes from the workspace instead of computing it again
+//    (bench/results/kda_h200.md, 2026-11-30, eighteenth session: together ~13% of the backward):
+//    P = A / beta, Tinv and Uv from the checkpoint preparation, Uv with Tinv' in three parts
+//    (about FP32-exact; a two-part product, ~2^-17 operand rounding, drove the dA_log tail on
+//    short documents, and this pass used to solve Uv again in FP32), and dU from the reverse
+//    chain.
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 #include <atomic>
@@ -72,6 +74,7 @@ struct ChunkBwdArgs {
   const char* records;        // the forward's chunk records, kda_layout::kRecBytes each
   const float* s0;            // [slots, H, 128, 128] chunk-start states (kernel 1)
   float* ds1;                 // [slots, H, 128, 128] chunk-end state gradients (kernel 2)
+  float* du;                  // [slots, H, 64, 128] dU = scale M^T dO + Kdec dS1^T (kernel 2)
   float* partials;            // [slots, H, kBwdPartials] (kernel 3)
   const float* chunk_p;       // [slots, H, kChunkPFloats] P of each chunk (kernel 1)
   const float* chunk_tinv;    // [slots, H, kChunkPFloats] Tinv = (I + A)^-1 (kernel 1)
@@ -93,7 +96,6 @@ struct Rec {
   const float* gamc;     // Gam_C [128]
 };
 constexpr int kRowMatLo = kChunk * kDim;  // offset of the lo block of -W, Q Gam, Kdec^T
-constexpr int kMLo = kChunk * kChunk;     // offset of the lo block of M
 
 __device__ __forceinline__ Rec RecordAt(const char* records, int64_t slot, int64_t H, int64_t h) {
   const char* r = records + (slot * H + h) * kda_layout::kRecBytes;
@@ -105,21 +107,6 @@ __device__ __forceinline__ Rec RecordAt(const char* records, int64_t slot, int64
   x.uv = reinterpret_cast<const float*>(r + kda_layout::kRecUv);
   x.gamc = reinterpret_cast<const float*>(r + kda_layout::kRecGamC);
   return x;
-}
-
-// dst[j * ld] = hi + lo of src[j], j < 8 (src 16-byte aligned): a transposed copy with one 16-byte
-// load per part; consecutive threads take consecutive dst columns (no bank conflicts) and read
-// rows 128 B apart, where one element per thread and row cost a sector per element.
-__device__ __forceinline__ void StageJoinedT8(float* dst, int ld, const uint16_t* src,
-                                              int lo_offset) {
-  const uint4 hi = *reinterpret_cast<const uint4*>(src);
-  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_offset);
-  const uint32_t h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    dst[(2 * j) * ld] = Bf16(h[j] & 0xffff) + Bf16(l[j] & 0xffff);
-    dst[(2 * j + 1) * ld] = Bf16(h[j] >> 16) + Bf16(l[j] >> 16);
-  }
 }
 
 // ---- kernel 2: the reverse chain over chunks ---------------------------------------------------
@@ -392,12 +379,19 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
           Mma(y[nt], d, bl[nt]);
         }
       }
+      // FP32 dU[t][v] also to the chunk's slot: the per-chunk pass takes it as it is (it
+      // computed the same products again, from its own staging of Kdec and M).
       uint32_t uh[4], ul[4];  // tile e: rows + 8 (e & 1), token columns + 8 (e >> 1)
+      float* const du = a.du + (slot_of(c) * H + h) * kChunk * kDim;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int nt = e >> 1, f = 2 * (e & 1);
-        SplitPair(fmaf(a.s.scale, y[nt][f], x0[nt][f] + x1[nt][f]),
-                  fmaf(a.s.scale, y[nt][f + 1], x0[nt][f + 1] + x1[nt][f + 1]), &uh[e], &ul[e]);
+        const float u0 = fmaf(a.s.scale, y[nt][f], x0[nt][f] + x1[nt][f]);
+        const float u1 = fmaf(a.s.scale, y[nt][f + 1], x0[nt][f + 1] + x1[nt][f + 1]);
+        SplitPair(u0, u1, &uh[e], &ul[e]);
+        const int v = v0 + 16 * vt + (lane >> 2) + 8 * (e & 1), t = 16 * mt + 8 * nt + 2 * tq;
+        du[t * kDim + v] = u0;
+        du[(t + 1) * kDim + v] = u1;
       }
       Stm4<Tr::kTStride>(&sm.u[0][0][0], 16 * vt, 16 * mt, uh);
       Stm4<Tr::kTStride>(&sm.u[1][0][0], 16 * vt, 16 * mt, ul);
@@ -508,10 +502,10 @@ struct GradSmem {
   float p[kChunk][kLdC];  // P = A / beta (strictly lower), from the start
   // -W's BF16 parts, then dW, then dKb (in place), then X, then dgl.
   float bufw[kChunk][kLdF];
-  // Kdec's BF16 parts, then dU, then dVb, then Y's exclusive cumsum, then the epilogue's partials
+  // dU (the reverse chain's), then dVb, then Y's exclusive cumsum, then the epilogue's partials
   // (part, below: the padding left no room for them beside it).
   float bufu[kChunk][kLdF];
-  float dm[kChunk][kLdC];  // M^T, then U's lo BF16 part, then dM (lower incl. the diagonal)
+  float dm[kChunk][kLdC];  // U's lo BF16 part, then dM (lower incl. the diagonal)
   float rk[kChunk], rq[kChunk], bt[kChunk];
   float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
@@ -589,25 +583,6 @@ __device__ __forceinline__ void StageResplit8(uint16_t* dst, int lo_dst, const u
   *reinterpret_cast<uint4*>(dst + lo_dst) = make_uint4(sl[0], sl[1], sl[2], sl[3]);
 }
 
-// The same for a transposed copy (StageJoinedT8's): src[j], j < 8, to dst[j * ld] and
-// dst[lo_dst + j * ld]. The split is elementwise, so pairing along j gives the parts LoadASplit's
-// pairs along the row give.
-__device__ __forceinline__ void StageResplitT8(uint16_t* dst, int ld, int lo_dst,
-                                               const uint16_t* src, int lo_src) {
-  const uint4 hi = *reinterpret_cast<const uint4*>(src);
-  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_src);
-  const uint32_t h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    uint32_t sh, sl;
-    ResplitPair(h[j], l[j], &sh, &sl);
-    dst[(2 * j) * ld] = static_cast<uint16_t>(sh & 0xffff);
-    dst[(2 * j + 1) * ld] = static_cast<uint16_t>(sh >> 16);
-    dst[lo_dst + (2 * j) * ld] = static_cast<uint16_t>(sl & 0xffff);
-    dst[lo_dst + (2 * j + 1) * ld] = static_cast<uint16_t>(sl >> 16);
-  }
-}
-
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     KdaChunkGradKernel(const __grid_constant__ ChunkBwdArgs a) {
   using Tr = GradTraits;
@@ -671,22 +646,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
     }
   }
-  // Record operands to shared memory, each with the token of the output row first: -W [t][k] and
-  // Kdec [t][k] (from Kdec^T) as their BF16 parts (StageResplit8 above), M^T [t][s] in FP32 (the
-  // products below read float4 runs along its inner index).
+  // -W [t][k] to shared memory as its BF16 parts (StageResplit8 above). (Kdec and M^T were staged
+  // too for dU, which the reverse chain now leaves in the workspace.)
   uint16_t* const w_parts = reinterpret_cast<uint16_t*>(&sm.bufw[0][0]);
-  uint16_t* const kdec_parts = reinterpret_cast<uint16_t*>(&sm.bufu[0][0]);
   for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
     StageResplit8(w_parts + (e / kDim) * kLdH + e % kDim, kSplitLo, rec.negw + e, kRowMatLo);
-  }
-  for (int e = tid; e < kDim * kChunk / 8; e += Tr::kThreads) {
-    const int k = e % kDim, tb = e / kDim;
-    StageResplitT8(kdec_parts + 8 * tb * kLdH + k, kLdH, kSplitLo, rec.kdt + k * kChunk + 8 * tb,
-                   kRowMatLo);
-  }
-  for (int e = tid; e < kChunk * kChunk / 8; e += Tr::kThreads) {
-    const int s = e % kChunk, tb = e / kChunk;
-    StageJoinedT8(&sm.dm[8 * tb][s], kLdC, rec.m + s * kChunk + 8 * tb, kMLo);
   }
   __syncthreads();
   if (tid < kDim) {
@@ -729,44 +693,46 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     (&sm.red[0][0][0])[tq * kDim + kc] = acc;
   }
 
-  // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k], and dU[t][v] = scale sum_s M[s][t] dO[s][v] +
-  // sum_k Kdec[t][k] dS1[v][k], on the tensor cores (mma.sync m16n8k16, FP32 accumulation): warp w
-  // owns columns v = 8 w .. 8 w + 7 for all 64 tokens, so it reads rows 8 w .. 8 w + 7 of S0 and
-  // dS1 from L2 once (64 KiB each per CTA) and splits them on the fly; -W and Kdec come split
-  // from their staging, M^T is split from its FP32 staging (hi + lo of the record joined exactly,
-  // so the split gives back the record's parts). BF16x3 (the study's state / dwu classes); dO
-  // exactly BF16, so M^T dO takes three passes with M^T in three parts (~exact: dU feeds dg through
-  // dKb). The CUDA-core loops (16-key S0 / dS1 tiles through shared memory, ~8k instructions per
-  // thread) needed 16 barriers; this needs none.
+  // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k] on the tensor cores (mma.sync m16n8k16, FP32
+  // accumulation): warp w owns columns v = 8 w .. 8 w + 7 for all 64 tokens, so it reads rows
+  // 8 w .. 8 w + 7 of S0 from L2 once (64 KiB per CTA) and splits them on the fly; -W comes split
+  // from its staging. BF16x3 (the study's state class). The CUDA-core loop (16-key S0 tiles
+  // through shared memory, ~8k instructions per thread) needed 16 barriers; this needs none.
+  // dU = scale M^T dO + Kdec dS1^T is the reverse chain's own (FP32, per chunk slot in the
+  // workspace; the same products at the same precision, which this pass used to redo), loaded
+  // during the products and stored to bufu once -W is consumed.
   constexpr int kMt = kChunk / 16;  // 16-token tiles
   static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
   const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
-  float cd[kMt][4];  // dU, kept in registers until Kdec is consumed
   // U in three BF16 parts (Split3Pair, as dKdec's and dM's loads split it before): hi and mid to
-  // r1 here, lo (in registers) to dm once M is consumed.
+  // r1 here, lo (in registers) to dm.
   uint16_t* const u_parts = reinterpret_cast<uint16_t*>(&sm.r1.u[0][0]);
   uint16_t* const u_lo = reinterpret_cast<uint16_t*>(&sm.dm[0][0]);
   uint32_t ul[kMt][2];
+  float2 du[kMt][2];
   {
-    float cu[kMt][4], cm[kMt][4];
+    const float* const du_g = a.du + (slot * H + h) * kChunk * kDim;
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) cu[m][i] = cd[m][i] = cm[m][i] = 0.f;
+      for (int hh = 0; hh < 2; ++hh) {
+        du[m][hh] = *reinterpret_cast<const float2*>(du_g + (16 * m + fr + 8 * hh) * kDim + fc);
+      }
     }
-    // S0 / dS1 fragments come from L2: the next step's are loaded before this step's products.
-    float xs[4], xd[4];
+    float cu[kMt][4];
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) cu[m][i] = 0.f;
+    }
+    // S0 fragments come from L2: the next step's are loaded before this step's products.
+    float xs[4];
     LoadBRawT(s0, kDim, n0, 0, xs);
-    LoadBRawT(ds1, kDim, n0, 0, xd);
 #pragma unroll 1
     for (int k0 = 0; k0 < kDim; k0 += 16) {
-      uint32_t sh[2], sl[2], dh[2], dl[2];
+      uint32_t sh[2], sl[2];
       SplitB(xs, sh, sl);
-      SplitB(xd, dh, dl);
-      if (k0 + 16 < kDim) {
-        LoadBRawT(s0, kDim, n0, k0 + 16, xs);
-        LoadBRawT(ds1, kDim, n0, k0 + 16, xd);
-      }
+      if (k0 + 16 < kDim) LoadBRawT(s0, kDim, n0, k0 + 16, xs);
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ah[4], al[4];
@@ -775,54 +741,31 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         Mma(cu[m], ah, sh);
         Mma(cu[m], ah, sl);
         Mma(cu[m], al, sh);
-        LdmA<kLdH>(kdec_parts, 16 * m, k0, ah);
-        LdmA<kLdH>(kdec_parts + kSplitLo, 16 * m, k0, al);
-        Mma(cd[m], ah, dh);
-        Mma(cd[m], ah, dl);
-        Mma(cd[m], al, dh);
-      }
-    }
-    // M^T dO: B[s][v] = dO[s][v], two BF16 values of one column packed per register.
-#pragma unroll 1
-    for (int k0 = 0; k0 < kChunk; k0 += 16) {
-      const int s = k0 + 2 * (lane & 3), v = n0 + fr;
-      const uint32_t b[2] = {uint32_t(sm.d_o[s][v]) | (uint32_t(sm.d_o[s + 1][v]) << 16),
-                             uint32_t(sm.d_o[s + 8][v]) | (uint32_t(sm.d_o[s + 9][v]) << 16)};
-#pragma unroll
-      for (int m = 0; m < kMt; ++m) {
-        uint32_t ah[4], am[4], al[4];
-        LoadASplit3(&sm.dm[0][0], kLdC, 16 * m, k0, ah, am, al);
-        Mma(cm[m], al, b);
-        Mma(cm[m], am, b);
-        Mma(cm[m], ah, b);
       }
     }
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int t = 16 * m + fr + 8 * h;
+      for (int hh = 0; hh < 2; ++hh) {
+        const int t = 16 * m + fr + 8 * hh;
         const float2 uv = *reinterpret_cast<const float2*>(rec.uv + t * kDim + fc);
         uint32_t uh, um;
-        Split3Pair(uv.x + cu[m][2 * h], uv.y + cu[m][2 * h + 1], &uh, &um, &ul[m][h]);
+        Split3Pair(uv.x + cu[m][2 * hh], uv.y + cu[m][2 * hh + 1], &uh, &um, &ul[m][hh]);
         *reinterpret_cast<uint32_t*>(u_parts + t * kLdH + fc) = uh;
         *reinterpret_cast<uint32_t*>(u_parts + kSplitLo + t * kLdH + fc) = um;
-        cd[m][2 * h] = fmaf(scale, cm[m][2 * h], cd[m][2 * h]);
-        cd[m][2 * h + 1] = fmaf(scale, cm[m][2 * h + 1], cd[m][2 * h + 1]);
       }
     }
   }
-  __syncthreads();  // -W, M and Kdec are consumed; the cumulative gates are complete
 #pragma unroll
   for (int m = 0; m < kMt; ++m) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int t = 16 * m + fr + 8 * h;
-      *reinterpret_cast<uint32_t*>(u_lo + t * kLdH + fc) = ul[m][h];
-      *reinterpret_cast<float2*>(&sm.bufu[t][fc]) = make_float2(cd[m][2 * h], cd[m][2 * h + 1]);
+    for (int hh = 0; hh < 2; ++hh) {
+      const int t = 16 * m + fr + 8 * hh;
+      *reinterpret_cast<uint32_t*>(u_lo + t * kLdH + fc) = ul[m][hh];
+      *reinterpret_cast<float2*>(&sm.bufu[t][fc]) = du[m][hh];
     }
   }
-  __syncthreads();
+  __syncthreads();  // U's parts and dU are complete; the cumulative gates are too
   if (tid < kDim) {
     const float* zp = &sm.red[0][0][0];
     sm.z[tid] = expf(sm.G[kChunk - 1][tid]) *
@@ -1492,6 +1435,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   b.records = ws + layout.records;
   b.s0 = reinterpret_cast<const float*>(ws + layout.s0);
   b.ds1 = reinterpret_cast<float*>(ws + layout.ds1);
+  b.du = reinterpret_cast<float*>(ws + layout.du);
   b.partials = reinterpret_cast<float*>(ws + layout.partials);
   b.chunk_p = reinterpret_cast<const float*>(ws + layout.p);
   b.chunk_tinv = reinterpret_cast<const float*>(ws + layout.tinv);

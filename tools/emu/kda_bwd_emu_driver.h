@@ -278,6 +278,7 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   b.records = wsp + lay.records;
   b.s0 = reinterpret_cast<const float*>(wsp + lay.s0);
   b.ds1 = reinterpret_cast<float*>(wsp + lay.ds1);
+  b.du = reinterpret_cast<float*>(wsp + lay.du);
   b.partials = reinterpret_cast<float*>(wsp + lay.partials);
   b.chunk_p = reinterpret_cast<const float*>(wsp + lay.p);
   b.chunk_tinv = reinterpret_cast<const float*>(wsp + lay.tinv);
