@@ -7,6 +7,10 @@
 #                            clocks) at bench case 0, skipped once $(ab_el) passes AB_NCU_UNTIL
 #   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG: the
 #                            count over 1e-4 and 3e-5, the median and the worst two with seeds
+#   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
+#                            for both builds at each TAG, all in parallel; per TAG the counts
+#                            over 1e-4 and 3e-5, the medians, the draws CAND does better on and
+#                            the worst four (the eighteenth session's kda50-53 wrote this out)
 export PATH=$PATH:/usr/local/cuda/bin
 AB_OUT=${AB_OUT:-${OUT:-/tmp/out}}
 mkdir -p "$AB_OUT"
@@ -40,4 +44,29 @@ ab_dalog_tail() {
     "over 3e-5: $(awk '$1 > 3e-5' "$sorted" | wc -l)," \
     "median $(awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}' "$sorted")," \
     "worst: $(tail -2 "$sorted" | tr '\n' ' ') at $(ab_el) s" | tee -a "$AB_OUT/tail_summary.txt"
+}
+ab_paired_tails() {
+  local dir=$1 pair=$2 tags=$3 n=$4 seed=$5 v tag
+  for tag in $tags; do
+    for v in $pair; do
+      KDA_TEST_SEED_BASE=$seed timeout "${AB_TAIL_TIMEOUT:-200}" "$dir/$v/cakegrad_gpu_kda_tests" \
+        --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag" \
+        --gtest_repeat="$n" 2>&1 | awk '/^\[ seed \]/ {seed=$4} $7=="dA_log" {print seed, $9}' \
+        > "$AB_OUT/tail_${v}_$tag.txt" &
+    done
+  done
+  wait
+  set -- $pair
+  for tag in $tags; do
+    join <(sort "$AB_OUT/tail_$1_$tag.txt") <(sort "$AB_OUT/tail_$2_$tag.txt") \
+      > "$AB_OUT/paired_$tag.txt"
+    awk -v t="$tag" '{n++; b+=($2>1e-4); c+=($3>1e-4); b3+=($2>3e-5); c3+=($3>3e-5); if ($3<$2) w++}
+      END {print t": "n" paired draws; over 1e-4 base "b" cand "c"; over 3e-5 base "b3" cand "c3"; cand lower on "w}' \
+      "$AB_OUT/paired_$tag.txt"
+    for v in 2 3; do
+      echo "  col $v median $(awk -v c=$v '{print $c}' "$AB_OUT/paired_$tag.txt" | sort -g |
+        awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+    done
+    sort -k2 -g "$AB_OUT/paired_$tag.txt" | tail -4
+  done | tee -a "$AB_OUT/tail_summary.txt"
 }
