@@ -496,7 +496,7 @@ struct GradSmem {
   union {
     float u[kChunk][kLdF];     // U's hi and mid BF16 parts ([kChunk][kLdH] each)
     struct {                   // after dM (U is dead)
-      float da[kChunk][kLdC];  // -A^T for the solve, then dA (strictly lower)
+      float da[kChunk][kLdC];  // Tinv^T for [dKb | dVb], then dA (strictly lower)
     } pa;
   } r1;
   float p[kChunk][kLdC];  // P = A / beta (strictly lower), from the start
@@ -665,10 +665,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 
   // P[t][i] = sum_k kh_t kh_i exp(G_t - G_i), i < t (A = diag(beta) P), as the checkpoint
   // preparation made it for A (packed by sub-chunk: row t of sub-chunk J has columns < 16 J + 16;
-  // the rest is zeroed by the -A^T pass below before anything reads it). The record's Tinv-based
-  // W and Uv come from that A, so the back substitution, dbeta and Uv agree with each other; this
-  // pass used to compute its own P on the tensor cores (20 tiles on 10 warps). It lives until
-  // dbeta, beside U.
+  // the rest is zeroed below before dbeta reads it). Tinv, W and Uv come from that A too, so
+  // [dKb | dVb], dbeta and Uv agree with each other; this pass used to compute its own P on the
+  // tensor cores (20 tiles on 10 warps). It lives until dbeta, beside U.
   {
     const float4* pp = reinterpret_cast<const float4*>(a.chunk_p + (slot * H + h) * kChunkPFloats);
 #pragma unroll 1
