@@ -518,7 +518,9 @@ constexpr int kPrepThreads = 512;
 // three BF16 parts (about FP32-exact, where two parts round it to ~2^-17): the checkpoint state
 // pass starts every chunk from that Uv, and the backward's per-chunk pass uses it as it is (it
 // solved Uv again in FP32 for want of it; host emulator, bench/results/kda_h200.md 2026-11-30,
-// eighteenth session). The forward's records are unchanged.
+// eighteenth session). It also stores P = A / beta and the FP32 Tinv per chunk slot
+// (a.chunk_p, a.chunk_tinv), which that pass used to compute again. The forward's records are
+// unchanged.
 template <int kThreads = kPrepThreads, bool kCheckpoint = false>
 __global__ void __launch_bounds__(kThreads, 2)
     KdaChunkPrepKernel(const __grid_constant__ FwdArgs a, char* __restrict__ ws) {
