@@ -78,6 +78,7 @@ struct ChunkBwdArgs {
   float* partials;            // [slots, H, kBwdPartials] (kernel 3)
   const float* chunk_p;       // [slots, H, kChunkPFloats] P of each chunk (kernel 1)
   const float* chunk_tinv;    // [slots, H, kChunkPFloats] Tinv = (I + A)^-1 (kernel 1)
+  const float* chunk_u;       // [slots, H, 64, 128] U = Uv - W S0^T (kernel 1's state pass)
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
@@ -500,7 +501,7 @@ struct GradSmem {
     } pa;
   } r1;
   float p[kChunk][kLdC];  // P = A / beta (strictly lower), from the start
-  // -W's BF16 parts, then dW, then dKb (in place), then X, then dgl.
+  // d(Q Gam), then dW, then dKb (in place), then X, then dgl.
   float bufw[kChunk][kLdF];
   // dU (the reverse chain's), then dVb, then Y's exclusive cumsum, then the epilogue's partials
   // (part, below: the padding left no room for them beside it).
@@ -550,38 +551,11 @@ __device__ __forceinline__ float QhAt(const GradSmem& sm, int t, int k) {
   return Bf16(sm.q[t][k]) * sm.rq[t];
 }
 
-// -W and Kdec are staged as the BF16 hi / lo parts of SplitPair(hi + lo of the record), the parts
-// LoadASplit made of their FP32 staging in every warp and k-step: split once per element, the
-// U / dU products load them with ldmatrix (one instruction per part and fragment, where LoadASplit
-// took four 8-byte loads and four paired splits). [kChunk][kLdH] each, lo after hi, in bufw / bufu.
-// U likewise in three parts (Split3Pair, as LoadASplit3 would split it for dKdec and dM):
-// hi and mid in r1, lo in dm.
+// U is staged in three BF16 parts (Split3Pair, as LoadASplit3 would split it for dKdec and dM):
+// hi and mid in r1 ([kChunk][kLdH] each, mid after hi), lo in dm.
 constexpr int kSplitLo = kChunk * kLdH;
-static_assert(2 * kSplitLo * sizeof(uint16_t) == sizeof(float) * kChunk * kLdF, "parts fit");
+static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdF, "parts fit");
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
-
-// A packed pair of the record's split operands (hi parts h, lo parts l) joined (exact: lo's
-// exponent is >= 8 below hi's) and split again (SplitPair) into sh, sl.
-__device__ __forceinline__ void ResplitPair(uint32_t h, uint32_t l, uint32_t* sh, uint32_t* sl) {
-  SplitPair(Bf16(h & 0xffff) + Bf16(l & 0xffff), Bf16(h >> 16) + Bf16(l >> 16), sh, sl);
-}
-
-// The record's eight consecutive split operands at src (hi; lo at src + lo_src), re-split
-// (ResplitPair): the parts to dst (hi) and dst + lo_dst (lo), one 16-byte store each (src and dst
-// 16-byte aligned).
-__device__ __forceinline__ void StageResplit8(uint16_t* dst, int lo_dst, const uint16_t* src,
-                                              int lo_src) {
-  const uint4 hi = *reinterpret_cast<const uint4*>(src);
-  const uint4 lo = *reinterpret_cast<const uint4*>(src + lo_src);
-  const uint32_t h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
-  uint32_t sh[4], sl[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    ResplitPair(h[j], l[j], &sh[j], &sl[j]);
-  }
-  *reinterpret_cast<uint4*>(dst) = make_uint4(sh[0], sh[1], sh[2], sh[3]);
-  *reinterpret_cast<uint4*>(dst + lo_dst) = make_uint4(sl[0], sl[1], sl[2], sl[3]);
-}
 
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     KdaChunkGradKernel(const __grid_constant__ ChunkBwdArgs a) {
@@ -646,12 +620,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<uint2*>(&sm.d_o[t][4 * lane]) = oraw;
     }
   }
-  // -W [t][k] to shared memory as its BF16 parts (StageResplit8 above). (Kdec and M^T were staged
-  // too for dU, which the reverse chain now leaves in the workspace.)
-  uint16_t* const w_parts = reinterpret_cast<uint16_t*>(&sm.bufw[0][0]);
-  for (int e = 8 * tid; e < kChunk * kDim; e += 8 * Tr::kThreads) {
-    StageResplit8(w_parts + (e / kDim) * kLdH + e % kDim, kSplitLo, rec.negw + e, kRowMatLo);
-  }
   __syncthreads();
   if (tid < kDim) {
     float acc = 0.f;
@@ -692,54 +660,28 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     (&sm.red[0][0][0])[tq * kDim + kc] = acc;
   }
 
-  // U[t][v] = Uv[t][v] + sum_k (-W)[t][k] S0[v][k] on the tensor cores (mma.sync m16n8k16, FP32
-  // accumulation): warp w owns columns v = 8 w .. 8 w + 7 for all 64 tokens, so it reads rows
-  // 8 w .. 8 w + 7 of S0 from L2 once (64 KiB per CTA) and splits them on the fly; -W comes split
-  // from its staging. BF16x3 (the study's state class). The CUDA-core loop (16-key S0 tiles
-  // through shared memory, ~8k instructions per thread) needed 16 barriers; this needs none.
-  // dU = scale M^T dO + Kdec dS1^T is the reverse chain's own (FP32, per chunk slot in the
-  // workspace; the same products at the same precision, which this pass used to redo), loaded
-  // during the products and stored to bufu once -W is consumed.
+  // U = Uv - W S0^T and dU = scale M^T dO + Kdec dS1^T come from the workspace: U as the checkpoint
+  // state pass made it for S1, dU as the reverse chain made it for dS0 (FP32, per chunk slot; the
+  // same products at the same precision, BF16x3, which this pass used to redo from its own
+  // staging of -W, Kdec and M^T). Warp w owns columns v = 8 w .. 8 w + 7 in fragment layout:
+  // U split in three BF16 parts (Split3Pair, as dKdec's and dM's loads read it), hi and mid to r1,
+  // lo to dm; dU to bufu.
   constexpr int kMt = kChunk / 16;  // 16-token tiles
   static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
   const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
-  // U in three BF16 parts (Split3Pair, as dKdec's and dM's loads split it before): hi and mid to
-  // r1 here, lo (in registers) to dm.
   uint16_t* const u_parts = reinterpret_cast<uint16_t*>(&sm.r1.u[0][0]);
   uint16_t* const u_lo = reinterpret_cast<uint16_t*>(&sm.dm[0][0]);
-  uint32_t ul[kMt][2];
-  float2 du[kMt][2];
   {
+    const float* const u_g = a.chunk_u + (slot * H + h) * kChunk * kDim;
     const float* const du_g = a.du + (slot * H + h) * kChunk * kDim;
+    float2 u[kMt][2], du[kMt][2];  // all loads in flight before the first use
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        du[m][hh] = *reinterpret_cast<const float2*>(du_g + (16 * m + fr + 8 * hh) * kDim + fc);
-      }
-    }
-    float cu[kMt][4];
-#pragma unroll
-    for (int m = 0; m < kMt; ++m) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) cu[m][i] = 0.f;
-    }
-    // S0 fragments come from L2: the next step's are loaded before this step's products.
-    float xs[4];
-    LoadBRawT(s0, kDim, n0, 0, xs);
-#pragma unroll 1
-    for (int k0 = 0; k0 < kDim; k0 += 16) {
-      uint32_t sh[2], sl[2];
-      SplitB(xs, sh, sl);
-      if (k0 + 16 < kDim) LoadBRawT(s0, kDim, n0, k0 + 16, xs);
-#pragma unroll
-      for (int m = 0; m < kMt; ++m) {
-        uint32_t ah[4], al[4];
-        LdmA<kLdH>(w_parts, 16 * m, k0, ah);
-        LdmA<kLdH>(w_parts + kSplitLo, 16 * m, k0, al);
-        Mma(cu[m], ah, sh);
-        Mma(cu[m], ah, sl);
-        Mma(cu[m], al, sh);
+        const int t = 16 * m + fr + 8 * hh;
+        u[m][hh] = *reinterpret_cast<const float2*>(u_g + t * kDim + fc);
+        du[m][hh] = *reinterpret_cast<const float2*>(du_g + t * kDim + fc);
       }
     }
 #pragma unroll
@@ -747,21 +689,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int t = 16 * m + fr + 8 * hh;
-        const float2 uv = *reinterpret_cast<const float2*>(rec.uv + t * kDim + fc);
-        uint32_t uh, um;
-        Split3Pair(uv.x + cu[m][2 * hh], uv.y + cu[m][2 * hh + 1], &uh, &um, &ul[m][hh]);
+        uint32_t uh, um, ul;
+        Split3Pair(u[m][hh].x, u[m][hh].y, &uh, &um, &ul);
         *reinterpret_cast<uint32_t*>(u_parts + t * kLdH + fc) = uh;
         *reinterpret_cast<uint32_t*>(u_parts + kSplitLo + t * kLdH + fc) = um;
+        *reinterpret_cast<uint32_t*>(u_lo + t * kLdH + fc) = ul;
+        *reinterpret_cast<float2*>(&sm.bufu[t][fc]) = du[m][hh];
       }
-    }
-  }
-#pragma unroll
-  for (int m = 0; m < kMt; ++m) {
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int t = 16 * m + fr + 8 * hh;
-      *reinterpret_cast<uint32_t*>(u_lo + t * kLdH + fc) = ul[m][hh];
-      *reinterpret_cast<float2*>(&sm.bufu[t][fc]) = du[m][hh];
     }
   }
   __syncthreads();  // U's parts and dU are complete; the cumulative gates are too
@@ -1438,6 +1372,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
   b.partials = reinterpret_cast<float*>(ws + layout.partials);
   b.chunk_p = reinterpret_cast<const float*>(ws + layout.p);
   b.chunk_tinv = reinterpret_cast<const float*>(ws + layout.tinv);
+  b.chunk_u = reinterpret_cast<const float*>(ws + layout.u);
   b.dq = p.dq;
   b.dk = p.dk;
   b.dv = p.dv;
@@ -1461,6 +1396,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.residual = nullptr;
     f.chunk_p = reinterpret_cast<float*>(ws + layout.p);
     f.chunk_tinv = reinterpret_cast<float*>(ws + layout.tinv);
+    f.chunk_u = reinterpret_cast<float*>(ws + layout.u);
     void* const rec_ws = ws + layout.records;
     const Status prep = LaunchChunkedPrep(f, rec_ws, layout.s0 - layout.records, stream);
     if (!prep.ok()) return prep;

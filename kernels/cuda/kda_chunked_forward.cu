@@ -1355,6 +1355,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     }
     // U^T into shared memory, split (token mt*16 + g (+8), state row vt*16 + nt*8 + 2 tq (+1)):
     // the U tiles transposed by stmatrix, where 2-byte scalar stores took 32 per plane and warp.
+    // The checkpoint instance also stores U (FP32, [t][v]) at the chunk's slot: the backward's
+    // per-chunk pass takes the U that made S1 instead of computing it again.
     if (chain) {
 #pragma unroll
       for (int j = 0; j < kVP; ++j) {
@@ -1362,8 +1364,15 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int nt = i >> 1, e = 2 * (i & 1);
-          SplitPair(u0[j][nt][e] + (u1[j][nt][e] + u2[j][nt][e]),
-                    u0[j][nt][e + 1] + (u1[j][nt][e + 1] + u2[j][nt][e + 1]), &uh[i], &ul[i]);
+          const float x0 = u0[j][nt][e] + (u1[j][nt][e] + u2[j][nt][e]);
+          const float x1 = u0[j][nt][e + 1] + (u1[j][nt][e + 1] + u2[j][nt][e + 1]);
+          SplitPair(x0, x1, &uh[i], &ul[i]);
+          if constexpr (kCheckpoint) {
+            const int t = mt * 16 + g + 8 * (i & 1), v = v0 + (vt0 + j) * 16 + nt * 8 + 2 * tq;
+            *reinterpret_cast<float2*>(
+                a.chunk_u + ((bos / kChunk + n + c) * H + h) * kChunk * kDim + t * kDim + v) =
+                make_float2(x0, x1);
+          }
         }
         StmT4<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, mt * 16, uh);
         StmT4<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, mt * 16, ul);
@@ -1626,8 +1635,8 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
   if (a.s.total_tokens == 0) return OkStatus();
   char* const ws = static_cast<char*>(workspace);
   if (a.checkpoints != nullptr) {
-    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr) {
-      return InvalidArgument("kda: checkpoint mode needs chunk_p and chunk_tinv");
+    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr || a.chunk_u == nullptr) {
+      return InvalidArgument("kda: checkpoint mode needs chunk_p, chunk_tinv and chunk_u");
     }
     return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
   }
@@ -1639,6 +1648,9 @@ Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,
   if (a.s.N == 0) return OkStatus();
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
   const char* ws = static_cast<const char*>(workspace);
+  if (a.checkpoints != nullptr && a.chunk_u == nullptr) {
+    return InvalidArgument("kda: the checkpoint state pass needs chunk_u");
+  }
   switch (rows) {
     case 16:
       return LaunchState<16>(a, ws, slots, stream);

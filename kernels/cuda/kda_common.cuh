@@ -395,6 +395,7 @@ struct FwdArgs {
   float* chunk_p;              // the chunked forward's checkpoint mode: P per chunk slot,
                                // [slots, H, kda_layout::kChunkPFloats]
   float* chunk_tinv;           // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
+  float* chunk_u;              // likewise: U = Uv - W S0^T per chunk slot, [slots, H, 64, 128]
 };
 
 // Enqueues the forward pass over every (document, head); defined in kda_forward.cu.

@@ -85,6 +85,7 @@ struct ChunkBwdLayout {
   int64_t p = 0;         // FP32 [slots, H, kChunkPFloats]
   int64_t tinv = 0;      // FP32 [slots, H, kChunkPFloats]: Tinv = (I + A)^-1, packed as P
   int64_t du = 0;        // FP32 [slots, H, 64, 128]: dU, the reverse chain's
+  int64_t u = 0;         // FP32 [slots, H, 64, 128]: U, the checkpoint state pass's
   int64_t total = 0;
 };
 
@@ -105,6 +106,8 @@ constexpr ChunkBwdLayout MakeChunkBwdLayout(int64_t B, int64_t T, int64_t H, int
   l.tinv = off;
   off += AlignUp(slots_h * kChunkPFloats * 4);
   l.du = off;
+  off += AlignUp(slots_h * kChunk * kDim * 4);
+  l.u = off;
   off += AlignUp(slots_h * kChunk * kDim * 4);
   l.total = off;
   return l;

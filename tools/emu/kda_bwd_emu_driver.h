@@ -142,6 +142,7 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.checkpoints = reinterpret_cast<float*>(wsp + lay.s0);
     f.chunk_p = reinterpret_cast<float*>(wsp + lay.p);
     f.chunk_tinv = reinterpret_cast<float*>(wsp + lay.tinv);
+    f.chunk_u = reinterpret_cast<float*>(wsp + lay.u);
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
     if (exact_s0 == nullptr) return;
   }
@@ -221,6 +222,15 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
         }
         float* s0c = reinterpret_cast<float*>(wsp + lay.s0) + (slot * H + h) * 16384;
         for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
+        // U = Uv - W S0^T from this S0 (the checkpoint state pass's output, which this path
+        // replaces), [t][v].
+        float* uc = reinterpret_cast<float*>(wsp + lay.u) + (slot * H + h) * 8192;
+        for (int t = 0; t < 64; ++t)
+          for (int v = 0; v < 128; ++v) {
+            double x = ch.Uv[t * 128 + v];
+            for (int kk = 0; kk < 128; ++kk) x -= ch.W[t * 128 + kk] * S[v * 128 + kk];
+            uc[t * 128 + v] = float(x);
+          }
         if (const char* ar = from_records ? std::getenv("EMU_S0_ARITH") : nullptr) {
           S = EmulatedStateStep(ch, S, std::atoi(ar));
         } else {
@@ -282,6 +292,7 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   b.partials = reinterpret_cast<float*>(wsp + lay.partials);
   b.chunk_p = reinterpret_cast<const float*>(wsp + lay.p);
   b.chunk_tinv = reinterpret_cast<const float*>(wsp + lay.tinv);
+  b.chunk_u = reinterpret_cast<const float*>(wsp + lay.u);
   b.dq = o.dq.data();
   b.dk = o.dk.data();
   b.dv = o.dv.data();
