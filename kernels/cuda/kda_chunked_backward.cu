@@ -641,8 +641,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 1
     for (int e4 = tid; e4 < kChunkPFloats / 4; e4 += Tr::kThreads) {
       const int e = 4 * e4;
-      const int J = e < 256 ? 0 : e < 768 ? 1 : e < 1536 ? 2 : 3;
-      const int rem = e - 128 * J * (J + 1), width = 16 * (J + 1);
+      const int J = kda_layout::PackedBlockOf(e);
+      const int rem = e - kda_layout::PackedBlockStart(J), width = 16 * (J + 1);
       *reinterpret_cast<float4*>(&sm.p[16 * J + rem / width][rem % width]) = pp[e4];
     }
   }
@@ -864,9 +864,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         reinterpret_cast<const float4*>(a.chunk_tinv + (slot * H + h) * kChunkPFloats);
 #pragma unroll 1
     for (int e4 = tid; e4 < kChunkPFloats / 4; e4 += Tr::kThreads) {
-      const int J = e4 < 64 ? 0 : e4 < 192 ? 1 : e4 < 384 ? 2 : 3;  // 32 J (J + 1) float4s before
-      const int rem = e4 - 32 * J * (J + 1), r = rem % 16, c4 = rem / 16;
-      const float4 v = tp[32 * J * (J + 1) + r * 4 * (J + 1) + c4];
+      const int J = kda_layout::PackedBlockOf(4 * e4), base4 = kda_layout::PackedBlockStart(J) / 4;
+      const int rem = e4 - base4, r = rem % 16, c4 = rem / 16;
+      const float4 v = tp[base4 + r * 4 * (J + 1) + c4];
       const int t = 16 * J + r, s0 = 4 * c4;
       sm.r1.pa.da[s0][t] = v.x;
       sm.r1.pa.da[s0 + 1][t] = v.y;
@@ -1320,8 +1320,11 @@ Status LaunchChain(const ChunkBwdArgs& b, int64_t slots, int rows, cudaStream_t 
       return LaunchChainAs<16>(b, slots, stream);
     case 32:
       return LaunchChainAs<32>(b, slots, stream);
-    default:
+    case 64:
       return LaunchChainAs<64>(b, slots, stream);
+    default:
+      return InvalidArgument("kda: reverse chain rows must be 16, 32 or 64, got " +
+                             std::to_string(rows));
   }
 }
 

@@ -120,8 +120,8 @@ static_assert(sizeof(PrepSmem::u.s.tinv) <= sizeof(PrepSmem::u.w.rhs) &&
 // against the 8 KB the padding would cost.
 __device__ __forceinline__ int PackedIndex(int t, int col) {
   const int J = t / PrepTraits::kSub;
-  return PrepTraits::kSub * PrepTraits::kSub * (J * (J + 1) / 2) +
-         (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) + col;
+  return kda_layout::PackedBlockStart(J) + (t % PrepTraits::kSub) * PrepTraits::kSub * (J + 1) +
+         col;
 }
 __device__ __forceinline__ float& PackedA(PrepSmem& sm, int t, int col) {
   return sm.A[PackedIndex(t, col)];
@@ -983,7 +983,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   int64_t bos, eos;
   DocBounds(a.s, n, &bos, &eos);
   const int64_t chunks = (eos - bos + kChunk - 1) / kChunk;
-  const char* rec0 = ws + ((bos / kChunk + n) * H + h) * kda_layout::kRecBytes;
+  // Chunk c's slot and head: its record, checkpoint and U (kda_layout's slot rule).
+  auto slot_head = [&](int64_t c) { return (bos / kChunk + n + c) * H + h; };
+  const char* rec0 = ws + slot_head(0) * kda_layout::kRecBytes;
   auto record = [&](int64_t c) { return rec0 + c * H * kda_layout::kRecBytes; };
 
   // Group 1 (-W, Q Gam, Uv): read by the U / o products. Group 2 (Kdec^T, M, Gam_C): read after.
@@ -1091,8 +1093,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // A tile of chunk c's record at (x, y) of `map`; the emulator copies it from emu_src instead.
   auto mc_tile = [&](uint16_t* dst, const CUtensorMap* map, int x, int y, int64_t c, uint64_t* bar,
                      const char* emu_src, int emu_row_bytes) {
-    TmaTileMulticast(dst, map, x, y, static_cast<int>((bos / kChunk + n + c) * H + h), bar, kMcMask,
-                     emu_src, emu_row_bytes);
+    TmaTileMulticast(dst, map, x, y, static_cast<int>(slot_head(c)), bar, kMcMask, emu_src,
+                     emu_row_bytes);
   };
   // -W (m = 0) or Q Gam (m = 1) of chunk c into dst: column halves 0 .. 63, 64 .. 127 of its 128
   // rows (hi, lo), rank `half` issuing half `half`.
@@ -1220,7 +1222,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     // Checkpoint mode (the chunked backward's recompute): the chunk-start state S0, FP32, at the
     // chunk's slot, so the backward's per-chunk pass needs no chain of its own.
     if (kCheckpoint && chain) {
-      write_state(a.checkpoints + ((bos / kChunk + n + c) * H + h) * kDimSq + int64_t{v0} * kDim);
+      write_state(a.checkpoints + slot_head(c) * kDimSq + int64_t{v0} * kDim);
     }
     CpAsyncWait<kWaitTop>();  // group 1 (multicast: Uv) of chunk c
     __syncthreads();
@@ -1369,8 +1371,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           SplitPair(x0, x1, &uh[i], &ul[i]);
           if constexpr (kCheckpoint) {
             const int t = mt * 16 + g + 8 * (i & 1), v = v0 + (vt0 + j) * 16 + nt * 8 + 2 * tq;
-            *reinterpret_cast<float2*>(
-                a.chunk_u + ((bos / kChunk + n + c) * H + h) * kChunk * kDim + t * kDim + v) =
+            *reinterpret_cast<float2*>(a.chunk_u + slot_head(c) * kChunk * kDim + t * kDim + v) =
                 make_float2(x0, x1);
           }
         }
@@ -1635,8 +1636,8 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
   if (a.s.total_tokens == 0) return OkStatus();
   char* const ws = static_cast<char*>(workspace);
   if (a.checkpoints != nullptr) {
-    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr || a.chunk_u == nullptr) {
-      return InvalidArgument("kda: checkpoint mode needs chunk_p, chunk_tinv and chunk_u");
+    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr) {
+      return InvalidArgument("kda: the checkpoint preparation needs chunk_p and chunk_tinv");
     }
     return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
   }

@@ -76,6 +76,14 @@ constexpr int64_t kBwdPartials = 2 * kDim;
 // the decays), FP32, packed by 16-token sub-chunk: row t of sub-chunk J keeps its columns
 // 0 .. 16 J + 15 (zeros from t on), block J at 256 J (J + 1) / 2 floats.
 constexpr int64_t kChunkPFloats = 16 * 16 * 10;
+// The first float of sub-chunk J's block in that packing, and the sub-chunk of float e.
+constexpr int PackedBlockStart(int J) { return 16 * 16 * (J * (J + 1) / 2); }
+constexpr int PackedBlockOf(int e) {
+  return e < PackedBlockStart(1)   ? 0
+         : e < PackedBlockStart(2) ? 1
+         : e < PackedBlockStart(3) ? 2
+                                   : 3;
+}
 
 struct ChunkBwdLayout {
   int64_t records = 0;   // kRecBytes per (slot, head)
