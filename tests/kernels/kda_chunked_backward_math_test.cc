@@ -114,10 +114,10 @@ Chunk Prepare(const Problem& p, const std::vector<double>& d_o, int64_t t0, int 
   return c;
 }
 
-// One chunk of the checkpoint-mode forward (the state pass): the chunk-end state from the
-// chunk-start state S, U = Uv - W S^T and S1 = S Gam_C + U^T Kdec. (tools/emu's drivers use it
-// too.)
-Mat StateStep(const Chunk& k, const Mat& S) {
+// One chunk of the checkpoint-mode forward (the state pass): U = Uv - W S^T from the chunk-start
+// state S ([t][v]), and the chunk-end state S1 = S Gam_C + U^T Kdec. (tools/emu's drivers use
+// both too.)
+Mat ChunkU(const Chunk& k, const Mat& S) {
   Mat U(C * D);
   for (int t = 0; t < C; ++t) {
     for (int v = 0; v < D; ++v) {
@@ -126,6 +126,10 @@ Mat StateStep(const Chunk& k, const Mat& S) {
       U[t * D + v] = u;
     }
   }
+  return U;
+}
+Mat StateStep(const Chunk& k, const Mat& S) {
+  const Mat U = ChunkU(k, S);
   Mat S1(D * D);
   for (int v = 0; v < D; ++v) {
     for (int kk = 0; kk < D; ++kk) {

@@ -4,6 +4,7 @@
 // kernels 2-4. Include after the kernels (kern_emu.inc) and the FP64 chunk math (prep.inc in
 // namespace kda_ref).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -16,8 +17,9 @@
 // EMU_EXACT_S0=records32: a forward copy (FWD_KERNEL) may write the preparation's FP32 -W and
 // Kdec^T, before their hi + lo split, here ((slot H + h) 16384 floats: -W [t][k], then Kdec^T
 // [k][t]), so that the FP64 state pass can run over them instead of the stored parts.
-extern "C" float* g_emu_side;
-extern "C" float* g_emu_side = nullptr;
+extern "C" {
+float* g_emu_side = nullptr;
+}
 
 namespace kda_emu {
 
@@ -71,13 +73,16 @@ inline std::vector<float> g_exact_ds1;
 // pass's operand splits emulated in FP64: S0 and U rounded to FP32, then split in BF16 parts, and
 // each product keeping the BF16x3 (hi hi, hi lo, lo hi of two-part operands) or BF16x6 (three-part
 // operands, the six largest partial products) terms; -W, Kdec^T, Uv, Gam_C as given.
-inline void SplitParts(double x, double (&p)[3]) {
+using Parts = std::array<double, 3>;
+inline Parts SplitParts(double x) {
   const float f = static_cast<float>(x);
+  Parts p;
   p[0] = FromBf(ToBf(f));
   p[1] = FromBf(ToBf(f - static_cast<float>(p[0])));
   p[2] = FromBf(ToBf(f - static_cast<float>(p[0]) - static_cast<float>(p[1])));
+  return p;
 }
-inline double SplitProduct(const double (&a)[3], const double (&b)[3], int arith) {
+inline double SplitProduct(const Parts& a, const Parts& b, int arith) {
   double r = a[0] * b[0] + a[0] * b[1] + a[1] * b[0];
   if (arith == 6) r += a[0] * b[2] + a[1] * b[1] + a[2] * b[0];
   return r;
@@ -88,27 +93,23 @@ inline std::vector<double> EmulatedStateStep(const R::Chunk& k, const std::vecto
   // EMU_S0_ARITH_W: U's product -W S0^T in another precision than S1's U^T Kdec.
   const char* aw = std::getenv("EMU_S0_ARITH_W");
   const int arith_w = aw ? std::atoi(aw) : arith;
-  std::vector<std::array<double, 3>> sp(D * D), wp(C * D), kp(C * D), up(C * D);
-  for (int e = 0; e < D * D; ++e) SplitParts(S[e], reinterpret_cast<double(&)[3]>(sp[e]));
+  std::vector<Parts> sp(D * D), wp(C * D), kp(C * D), up(C * D);
+  for (int e = 0; e < D * D; ++e) sp[e] = SplitParts(S[e]);
   for (int e = 0; e < C * D; ++e) {
-    SplitParts(k.W[e], reinterpret_cast<double(&)[3]>(wp[e]));
-    SplitParts(k.Kdec[e], reinterpret_cast<double(&)[3]>(kp[e]));
+    wp[e] = SplitParts(k.W[e]);
+    kp[e] = SplitParts(k.Kdec[e]);
   }
-  auto A = [](std::array<double, 3>& x) -> const double(&)[3] {
-    return reinterpret_cast<const double(&)[3]>(x);
-  };
   for (int t = 0; t < C; ++t)
     for (int v = 0; v < D; ++v) {
       double u = k.Uv[t * D + v];
-      for (int kk = 0; kk < D; ++kk)
-        u -= SplitProduct(A(wp[t * D + kk]), A(sp[v * D + kk]), arith_w);
-      SplitParts(u, reinterpret_cast<double(&)[3]>(up[t * D + v]));
+      for (int kk = 0; kk < D; ++kk) u -= SplitProduct(wp[t * D + kk], sp[v * D + kk], arith_w);
+      up[t * D + v] = SplitParts(u);
     }
   std::vector<double> S1(D * D);
   for (int v = 0; v < D; ++v)
     for (int kk = 0; kk < D; ++kk) {
       double x = double(float(S[v * D + kk])) * k.gc[kk];
-      for (int t = 0; t < C; ++t) x += SplitProduct(A(up[t * D + v]), A(kp[t * D + kk]), arith);
+      for (int t = 0; t < C; ++t) x += SplitProduct(up[t * D + v], kp[t * D + kk], arith);
       S1[v * D + kk] = x;
     }
   return S1;
@@ -170,11 +171,11 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
           ch.W.resize(64 * 128);
           ch.Kdec.resize(64 * 128);
           ch.Uv.resize(64 * 128);
+          // EMU_S0_SIDE_ONLY=w or kdec: only that operand from the FP32 side channel.
+          const char* only = std::getenv("EMU_S0_SIDE_ONLY");
+          const float* sd = from_records32 ? &side[(slot * H + h) * 16384] : nullptr;
           for (int t = 0; t < 64; ++t)
             for (int kk = 0; kk < 128; ++kk) {
-              // EMU_S0_SIDE_ONLY=w or kdec: only that operand from the FP32 side channel.
-              const char* only = std::getenv("EMU_S0_SIDE_ONLY");
-              const float* sd = from_records32 ? &side[(slot * H + h) * 16384] : nullptr;
               ch.W[t * 128 + kk] = sd && (!only || std::strcmp(only, "w") == 0)
                                        ? -double(sd[t * 128 + kk])
                                        : -(double(FromBf(negw[t * 128 + kk])) +
@@ -224,13 +225,9 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
         for (int e = 0; e < 16384; ++e) s0c[e] = float(S[e]);
         // U = Uv - W S0^T from this S0 (the checkpoint state pass's output, which this path
         // replaces), [t][v].
-        float* uc = reinterpret_cast<float*>(wsp + lay.u) + (slot * H + h) * 8192;
-        for (int t = 0; t < 64; ++t)
-          for (int v = 0; v < 128; ++v) {
-            double x = ch.Uv[t * 128 + v];
-            for (int kk = 0; kk < 128; ++kk) x -= ch.W[t * 128 + kk] * S[v * 128 + kk];
-            uc[t * 128 + v] = float(x);
-          }
+        const std::vector<double> U = R::ChunkU(ch, S);
+        std::copy(U.begin(), U.end(),
+                  reinterpret_cast<float*>(wsp + lay.u) + (slot * H + h) * 8192);
         if (const char* ar = from_records ? std::getenv("EMU_S0_ARITH") : nullptr) {
           S = EmulatedStateStep(ch, S, std::atoi(ar));
         } else {
