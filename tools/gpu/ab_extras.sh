@@ -22,6 +22,10 @@ ab_start() {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 }
 ab_el() { echo $(($(date +%s) - AB_T0)); }
+# The "seed dA_log" pair of every draw in a KdaChunkedBackwardAccuracy log (stdin).
+ab_draws() { awk '/^\[ seed \]/ {seed=$4} $7=="dA_log" {print seed, $9}'; }
+# The median of column COL of FILE.
+ab_median() { awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ab_pack() { tar czf "$OUT_FINAL/$AB_NAME.tgz" -C "$AB_OUT" .; }
 ab_ncu_time() {
   local dir=$1 v
@@ -39,10 +43,10 @@ ab_dalog_tail() {
   timeout "${AB_TAIL_TIMEOUT:-90}" "$dir/$v/cakegrad_gpu_kda_tests" \
     --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag*" \
     --gtest_repeat="$n" > "$log" 2>&1
-  awk '/^\[ seed \]/ {seed=$4} $7=="dA_log" {print $9, seed}' "$log" | sort -g > "$sorted"
+  ab_draws < "$log" | awk '{print $2, $1}' | sort -g > "$sorted"
   echo "$v $tag: $(wc -l < "$sorted") draws, over 1e-4: $(awk '$1 > 1e-4' "$sorted" | wc -l)," \
     "over 3e-5: $(awk '$1 > 3e-5' "$sorted" | wc -l)," \
-    "median $(awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}' "$sorted")," \
+    "median $(ab_median "$sorted" 1)," \
     "worst: $(tail -2 "$sorted" | tr '\n' ' ') at $(ab_el) s" | tee -a "$AB_OUT/tail_summary.txt"
 }
 ab_paired_tails() {
@@ -51,8 +55,7 @@ ab_paired_tails() {
     for v in $pair; do
       KDA_TEST_SEED_BASE=$seed timeout "${AB_TAIL_TIMEOUT:-200}" "$dir/$v/cakegrad_gpu_kda_tests" \
         --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag" \
-        --gtest_repeat="$n" 2>&1 | awk '/^\[ seed \]/ {seed=$4} $7=="dA_log" {print seed, $9}' \
-        > "$AB_OUT/tail_${v}_$tag.txt" &
+        --gtest_repeat="$n" 2>&1 | ab_draws > "$AB_OUT/tail_${v}_$tag.txt" &
     done
   done
   wait
@@ -63,10 +66,7 @@ ab_paired_tails() {
     awk -v t="$tag" '{n++; b+=($2>1e-4); c+=($3>1e-4); b3+=($2>3e-5); c3+=($3>3e-5); if ($3<$2) w++}
       END {print t": "n" paired draws; over 1e-4 base "b" cand "c"; over 3e-5 base "b3" cand "c3"; cand lower on "w}' \
       "$AB_OUT/paired_$tag.txt"
-    for v in 2 3; do
-      echo "  col $v median $(awk -v c=$v '{print $c}' "$AB_OUT/paired_$tag.txt" | sort -g |
-        awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
-    done
+    for v in 2 3; do echo "  col $v median $(ab_median "$AB_OUT/paired_$tag.txt" $v)"; done
     sort -k2 -g "$AB_OUT/paired_$tag.txt" | tail -4
   done | tee -a "$AB_OUT/tail_summary.txt"
 }
