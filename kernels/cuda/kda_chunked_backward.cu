@@ -584,6 +584,22 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const float exp_a = expf(a.A_log[h]);
   const float scale = a.s.scale;
 
+  // What launches 1 and 2 wrote for this CTA lies in DRAM (the workspace is gigabytes), and one
+  // CTA an SM cannot hide a phase's wait for it. The copy engine brings it into L2 from the start,
+  // in two rounds so that the resident CTAs' share of L2 stays ~25 MB: S0, dS1, U, dU, P and Tinv
+  // here (210 KB, read from the z sums on), -W, Uv, V and g after dKdec (96 KB, read from dA on).
+  if (warp == Tr::kWarps - 1 && lane < 6) {
+    const int64_t sq = (slot * H + h) * kDimSq, cd = (slot * H + h) * kChunk * kDim;
+    const int64_t cp = (slot * H + h) * kChunkPFloats;
+    const float* const src = lane == 0   ? a.s0 + sq
+                             : lane == 1 ? a.ds1 + sq
+                             : lane == 2 ? a.chunk_u + cd
+                             : lane == 3 ? a.du + cd
+                             : lane == 4 ? a.chunk_p + cp
+                                         : a.chunk_tinv + cp;
+    PrefetchL2(src, lane < 2 ? 4 * kDimSq : lane < 4 ? 4 * kChunk * kDim : 4 * kChunkPFloats);
+  }
+
   // Per token (warp per token, lane owns k = 4 lane .. 4 lane + 3): exactly the forward
   // preparation's norms and beta (UnpackToken<true>, GateSigmoid), bit for bit; its log-gates in
   // nats, where the preparation keeps them in log2 units (equal up to rounding).
@@ -798,6 +814,15 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       Y[j] = (KhAt(sm, t, kc) * dec) * dkd;
     }
     __syncthreads();  // dKdec is read: dW takes its place
+    if (tid < 2) {    // dA's B operands (the record's -W hi | lo and Uv)
+      PrefetchL2(tid == 0 ? static_cast<const void*>(rec.negw) : static_cast<const void*>(rec.uv),
+                 2 * kChunk * kDim * 2);
+    } else if (tid >= 64 && tid < 64 + 2 * kChunk) {  // dbeta's V rows, the epilogue's g rows
+      const int t = (tid - 64) % kChunk;
+      if (t < len) {
+        PrefetchL2((tid < 64 + kChunk ? a.v : a.g) + ((t0 + t) * H + h) * kDim, kDim * 2);
+      }
+    }
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
       *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(-cw[m][0], -cw[m][1]);

@@ -53,12 +53,6 @@ __device__ __forceinline__ void MmaBf16(float* d, uint32_t a0, uint32_t a1, uint
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Asks the copy engine to bring [p, p + bytes) into L2 (sm_90; bytes a multiple of 16, p 16-byte
-// aligned). Holds no registers and completes on its own.
-__device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-
 // Shared-memory loads from 32-bit shared addresses (volatile: they stay after the barrier waits).
 __device__ __forceinline__ uint2 LdsU2(uint32_t s) {
   uint2 v;

@@ -136,6 +136,7 @@ inline void CpAsyncZfill(void* smem, const void* gmem, bool valid) {
 inline void CpAsyncCommit() {}
 template <int kPending>
 inline void CpAsyncWait() {}
+inline void PrefetchL2(const void*, uint32_t) {}  // a cache hint: nothing to emulate
 }  // namespace cakegrad::kernels
 
 // Kernel-source keywords for the host build (after the CUDA headers, which define some of them).
