@@ -663,19 +663,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
   }
   __syncthreads();
-  // z's column sums from L2 over all 512 threads (v = 32 tq .. 32 tq + 31 each, loads unrolled so
-  // they are in flight together), summed in token-group order after the barriers below; 128
-  // threads walking all 128 rows left the block waiting on L2. red is free until the epilogue.
-  // Here rather than after the U / dU products: there dU and U's lo part are held in registers.
-  {
-    float acc = 0.f;
-#pragma unroll 8
-    for (int v = 32 * tq; v < 32 * tq + 32; ++v) {
-      acc = fmaf(ds1[v * kDim + kc], s0[v * kDim + kc], acc);
-    }
-    (&sm.red[0][0][0])[tq * kDim + kc] = acc;
-  }
-
   // U = Uv - W S0^T and dU = scale M^T dO + Kdec dS1^T come from the workspace: U as the checkpoint
   // state pass made it for S1, dU as the reverse chain made it for dS0 (FP32, per chunk slot; the
   // same products at the same precision, BF16x3, which this pass used to redo from its own
@@ -715,11 +702,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
   }
   __syncthreads();  // U's parts and dU are complete; the cumulative gates are too
-  if (tid < kDim) {
-    const float* zp = &sm.red[0][0][0];
-    sm.z[tid] = expf(sm.G[kChunk - 1][tid]) *
-                (((zp[tid] + zp[kDim + tid]) + zp[2 * kDim + tid]) + zp[3 * kDim + tid]);
-  }
 
   // Per-token accumulators of thread (tq, kc): dqh, dkh, the log-gate terms X (reverse cumsum)
   // and Y = Kdec dKdec (exclusive forward cumsum).
@@ -739,13 +721,23 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) cq[m][i] = cw[m][i] = 0.f;
     }
-    float xs[4];  // the next step's S0 fragment, loaded from L2 ahead
+    // z = Gam_C sum_v dS1[v][k] S0[v][k] rides along: each lane sums its S0 fragment's four rows
+    // of column n0 + lane / 4 against dS1's, then the column's four lanes are summed. A pass of
+    // its own walked S0 and dS1 before the products, waiting on memory.
+    float xs[4], xd[4];  // the next step's S0 and dS1 fragments, loaded from L2 ahead
+    float zs = 0.f;
     LoadBRaw(s0, kDim, 0, n0, xs);
+    LoadBRaw(ds1, kDim, 0, n0, xd);
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
       uint32_t bh[2], bm[2], bl[2];  // S0 in three parts; hi + mid is the two-part split
       SplitB3(xs, bh, bm, bl);
-      if (v0 + 16 < kDim) LoadBRaw(s0, kDim, v0 + 16, n0, xs);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) zs = fmaf(xd[i], xs[i], zs);
+      if (v0 + 16 < kDim) {
+        LoadBRaw(s0, kDim, v0 + 16, n0, xs);
+        LoadBRaw(ds1, kDim, v0 + 16, n0, xd);
+      }
 #pragma unroll
       for (int m = 0; m < kMt; ++m) {
         uint32_t ao[4], uh[4], ul[4];
@@ -759,6 +751,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         Mma(cw[m], ul, bh);
       }
     }
+    zs += __shfl_xor_sync(0xffffffffu, zs, 1);
+    zs += __shfl_xor_sync(0xffffffffu, zs, 2);
+    if ((lane & 3) == 0) sm.z[n0 + fr] = expf(sm.G[kChunk - 1][n0 + fr]) * zs;
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
       *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(cq[m][0], cq[m][1]);
@@ -783,7 +778,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) ck[m][i] = 0.f;
     }
-    float xd[4];  // the next step's dS1 fragment, loaded from L2 ahead
+    // the next step's dS1 fragment, loaded from L2 ahead (xd is free after the loop above)
     LoadBRaw(ds1, kDim, 0, n0, xd);
 #pragma unroll 1
     for (int v0 = 0; v0 < kDim; v0 += 16) {
