@@ -937,26 +937,39 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   __syncthreads();
 
   // dA[t][i] = sum_k dKb[t][k] (-W)[i][k] - sum_v dVb[t][v] Uv[i][v], i < t (zero elsewhere: the
-  // dbeta sums read whole rows), on the tensor cores: 32 tiles of 16 x 8, two per warp, those
-  // wholly on or above the diagonal written as zeros. -W's B fragments come straight from the
-  // record's hi / lo blocks (L2), Uv's are split from the FP32 record, dKb and dVb from shared
-  // memory, in three parts (BF16x6; -W is exactly hi + lo, so five MMAs there: dA reaches dg
-  // through the pair terms). The warp-per-row loop with a warp sum per element
-  // took ~3.5k instructions per thread.
-#pragma unroll 1
-  for (int tile = warp; tile < 32; tile += Tr::kWarps) {
-    int m0, c0;
-    TriTile(tile, &m0, &c0);
-    float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
-    if (c0 < m0 + 15) {  // warp-uniform: some i < t in the tile
+  // dbeta sums read whole rows), on the tensor cores: the 20 tiles of 16 x 8 that reach below the
+  // diagonal (TriTile order), the 12 above it written as zeros. -W's B fragments come straight
+  // from the record's hi / lo blocks (L2), Uv's are split from the FP32 record, dKb and dVb from
+  // shared memory, in three parts (BF16x6; -W is exactly hi + lo, so five MMAs there: dA reaches
+  // dg through the pair terms). The warp-per-row loop with a warp sum per element took ~3.5k
+  // instructions per thread.
+  // Balance: 20 tiles of 8 k-steps are 160 steps, 10 a warp. Warp w takes steps [10 w, 10 w + 10)
+  // of the tiles in order: the tail of one tile and the head of the next (or a whole one). A tile
+  // split between warps w and w + 1 is (w's partial, its first steps) + (w + 1's, its last steps),
+  // in that order: w + 1 does its part first, leaves it in dO's space (dead since dM) and arrives
+  // on their named barrier; w adds it at its end. With whole tiles, warps 0-3 took two and the
+  // others one: ncu saw the others wait ~4% of the kernel at the barrier below.
+  {
+    constexpr int kKs = kDim / 16;  // k-steps a tile
+    constexpr int kWorkTiles = 20;
+    constexpr int kPer = kWorkTiles * kKs / Tr::kWarps;
+    static_assert(kWorkTiles * kKs == kPer * Tr::kWarps && kPer > kKs && kPer <= 2 * kKs,
+                  "each warp's steps span exactly two tiles");
+    float* const handover = reinterpret_cast<float*>(&sm.d_o[0][0]);  // [warp - 1][lane][4]
+    static_assert(Tr::kWarps * 128 * sizeof(float) <= sizeof(GradSmem::d_o), "handover fits");
+    // Steps [ks0, ks1) of tile n: ax - ay over them.
+    auto segment = [&](int n, int ks0, int ks1, float(&v)[4]) {
+      int m0, c0;
+      TriTile(n, &m0, &c0);
+      float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
       // -W's and Uv's fragments come from L2: the next step's are loaded ahead.
       uint32_t wh[2], wl[2];
       float xu[4];
-      LoadB<kDim>(rec.negw, c0, 0, wh);
-      LoadB<kDim>(rec.negw + kRowMatLo, c0, 0, wl);
-      LoadBRawT(rec.uv, kDim, c0, 0, xu);
+      LoadB<kDim>(rec.negw, c0, 16 * ks0, wh);
+      LoadB<kDim>(rec.negw + kRowMatLo, c0, 16 * ks0, wl);
+      LoadBRawT(rec.uv, kDim, c0, 16 * ks0, xu);
 #pragma unroll 1
-      for (int k0 = 0; k0 < kDim; k0 += 16) {
+      for (int k0 = 16 * ks0; k0 < 16 * ks1; k0 += 16) {
         uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
         LoadASplit3(&sm.bufw[0][0], kLdF, m0, k0, ah, am, al);
         bh[0] = wh[0];  // -W = hi + lo exactly: five partial products
@@ -964,7 +977,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         bl[0] = wl[0];
         bl[1] = wl[1];
         float xc[4] = {xu[0], xu[1], xu[2], xu[3]};
-        if (k0 + 16 < kDim) {
+        if (k0 + 16 < 16 * ks1) {
           LoadB<kDim>(rec.negw, c0, k0 + 16, wh);
           LoadB<kDim>(rec.negw + kRowMatLo, c0, k0 + 16, wl);
           LoadBRawT(rec.uv, kDim, c0, k0 + 16, xu);
@@ -978,12 +991,42 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         SplitB3(xc, bh, bm, bl);
         Mma6(ay, ah, am, al, bh, bm, bl);
       }
-    }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = m0 + (lane >> 2) + 8 * (e >> 1), i = c0 + 2 * (lane & 3) + (e & 1);
-      sm.r1.pa.da[t][i] = i < t ? ax[e] - ay[e] : 0.f;
+      for (int e = 0; e < 4; ++e) v[e] = ax[e] - ay[e];
+    };
+    auto store = [&](int n, const float(&v)[4]) {
+      int m0, c0;
+      TriTile(n, &m0, &c0);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = m0 + (lane >> 2) + 8 * (e >> 1), i = c0 + 2 * (lane & 3) + (e & 1);
+        sm.r1.pa.da[t][i] = i < t ? v[e] : 0.f;
+      }
+    };
+    const int s0w = kPer * warp, s1w = s0w + kPer;
+    const int n0w = s0w / kKs;  // the warp's tiles: n0w (from step s0w % kKs on) and n0w + 1
+#pragma unroll 1
+    for (int part = 0; part < 2; ++part) {  // a loop, not two copies: registers are short here
+      const int n = n0w + part;
+      float v[4];
+      segment(n, part == 0 ? s0w - kKs * n : 0, part == 0 ? kKs : s1w - kKs * n, v);
+      if (part == 0 && s0w % kKs != 0) {  // the tail of warp - 1's tile: hand it over
+        *reinterpret_cast<float4*>(handover + (warp - 1) * 128 + 4 * lane) =
+            make_float4(v[0], v[1], v[2], v[3]);
+        NamedBarArrive(warp, 64);  // the pair (warp - 1, warp)'s barrier
+        continue;
+      }
+      if (part == 1 && s1w % kKs != 0) {  // warp + 1 has the rest of this tile
+        NamedBarSync(1 + warp, 64);
+        const float4 w2 = *reinterpret_cast<const float4*>(handover + warp * 128 + 4 * lane);
+        v[0] += w2.x;
+        v[1] += w2.y;
+        v[2] += w2.z;
+        v[3] += w2.w;
+      }
+      store(n, v);
     }
+    if (kWorkTiles + warp < 32) store(kWorkTiles + warp, {0.f, 0.f, 0.f, 0.f});
   }
   __syncthreads();
 
