@@ -946,16 +946,18 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // Balance: 20 tiles of 8 k-steps are 160 steps, 10 a warp. Warp w takes steps [10 w, 10 w + 10)
   // of the tiles in order: the tail of one tile and the head of the next (or a whole one). A tile
   // split between warps w and w + 1 is (w's partial, its first steps) + (w + 1's, its last steps),
-  // in that order: w + 1 does its part first, leaves it in dO's space (dead since dM) and arrives
-  // on their named barrier; w adds it at its end. With whole tiles, warps 0-3 took two and the
-  // others one: ncu saw the others wait ~4% of the kernel at the barrier below.
+  // in that order: w stores its part in dA, w + 1 leaves its own in dO's space (dead since dM) and
+  // the block adds it after the barrier, before dbeta reads dA. With whole tiles, warps 0-3 took
+  // two and the rest one: ncu saw the rest wait ~4% of the kernel at the barrier below. (A
+  // hand-over on named barriers, bar.arrive / bar.sync, gave the same bits without the block
+  // pass, but racecheck then reported hazards across later block barriers.)
+  float* const handover = reinterpret_cast<float*>(&sm.d_o[0][0]);  // [warp - 1][lane][4]
+  constexpr int kKs = kDim / 16;                                    // k-steps a tile
+  constexpr int kPer = 20 * kKs / Tr::kWarps;                       // steps a warp
   {
-    constexpr int kKs = kDim / 16;  // k-steps a tile
     constexpr int kWorkTiles = 20;
-    constexpr int kPer = kWorkTiles * kKs / Tr::kWarps;
     static_assert(kWorkTiles * kKs == kPer * Tr::kWarps && kPer > kKs && kPer <= 2 * kKs,
                   "each warp's steps span exactly two tiles");
-    float* const handover = reinterpret_cast<float*>(&sm.d_o[0][0]);  // [warp - 1][lane][4]
     static_assert(Tr::kWarps * 128 * sizeof(float) <= sizeof(GradSmem::d_o), "handover fits");
     // Steps [ks0, ks1) of tile n: ax - ay over them.
     auto segment = [&](int n, int ks0, int ks1, float(&v)[4]) {
@@ -1013,23 +1015,23 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       if (part == 0 && s0w % kKs != 0) {  // the tail of warp - 1's tile: hand it over
         *reinterpret_cast<float4*>(handover + (warp - 1) * 128 + 4 * lane) =
             make_float4(v[0], v[1], v[2], v[3]);
-        NamedBarArrive(warp, 64);  // the pair (warp - 1, warp)'s barrier
-        continue;
+      } else {
+        store(n, v);
       }
-      if (part == 1 && s1w % kKs != 0) {  // warp + 1 has the rest of this tile
-        NamedBarSync(1 + warp, 64);
-        const float4 w2 = *reinterpret_cast<const float4*>(handover + warp * 128 + 4 * lane);
-        v[0] += w2.x;
-        v[1] += w2.y;
-        v[2] += w2.z;
-        v[3] += w2.w;
-      }
-      store(n, v);
     }
     if (kWorkTiles + warp < 32) store(kWorkTiles + warp, {0.f, 0.f, 0.f, 0.f});
   }
   __syncthreads();
 
+  // The split tiles' second parts (pair w: warps w and w + 1, tile 10 (w + 1) / 8), where i < t.
+  for (int e = tid; e < (Tr::kWarps - 1) * 128; e += Tr::kThreads) {
+    const int w = e / 128, l = (e / 4) % 32, x = e % 4;
+    if (kPer * (w + 1) % kKs == 0) continue;  // the pair meets at a tile boundary
+    int m0, c0;
+    TriTile(kPer * (w + 1) / kKs, &m0, &c0);
+    const int t = m0 + (l >> 2) + 8 * (x >> 1), i = c0 + 2 * (l & 3) + (x & 1);
+    if (i < t) sm.r1.pa.da[t][i] += handover[e];
+  }
   // Per token from dKb, dVb: dkh += beta Gam dKb, X += Kb dKb (a factor exp(G)), dv = beta dVb.
 #pragma unroll
   for (int j = 0; j < kJ; ++j) {
@@ -1052,6 +1054,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       vv[j][c] = t < len ? Bf16(a.v[((t0 + t) * H + h) * kDim + lane + 32 * c]) : 0.f;
     }
   }
+  __syncthreads();  // dA's split tiles are complete
 #pragma unroll
   for (int j = 0; j < kTokPerWarp; ++j) {
     const int t = warp + Tr::kWarps * j;

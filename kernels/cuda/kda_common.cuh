@@ -97,24 +97,6 @@ __device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot,
   return *chunk >= 0 && *chunk * kChunk < *eos - *bos;
 }
 
-// Named barrier id (1 .. 15; __syncthreads takes 0) of n threads (a multiple of 32): the
-// producer's warps arrive without waiting, the consumer's wait for all n. Orders the producer's
-// shared-memory writes before the consumer's reads, as a block barrier does.
-__device__ __forceinline__ void NamedBarArrive(int id, int n) {
-#ifndef CAKEGRAD_KDA_HOST_EMU
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-#else
-  EmuNamedBarArrive(id, n);
-#endif
-}
-__device__ __forceinline__ void NamedBarSync(int id, int n) {
-#ifndef CAKEGRAD_KDA_HOST_EMU
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-#else
-  EmuNamedBarSync(id, n);
-#endif
-}
-
 __device__ __forceinline__ float WarpSum(float x) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);

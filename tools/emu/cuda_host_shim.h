@@ -16,7 +16,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 struct EmuDim3 {
@@ -26,7 +25,6 @@ inline thread_local EmuDim3 threadIdx;
 inline EmuDim3 blockIdx;
 inline std::barrier<>* g_block_bar = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;
-inline std::vector<std::unique_ptr<std::barrier<>>> g_named_bar;  // bar.arrive / bar.sync 1..15
 inline float g_shfl[64][32];
 alignas(16) inline unsigned char g_dyn_smem[232448];  // dynamic shared memory of the block
 // Work counters for structural comparisons (tools/emu/kda_prep_records_emu.cc): barriers per
@@ -37,16 +35,6 @@ inline void __syncthreads() {
   if (threadIdx.x == 0) g_emu_syncs.fetch_add(1, std::memory_order_relaxed);
   g_block_bar->arrive_and_wait();
 }
-// Named barriers: each block's are fresh, made for the count of their first use (a kernel uses
-// an id with one count). A producer's arrival drops its token, as bar.arrive does not wait.
-inline std::barrier<>& EmuNamedBar(int id, int n) {
-  static std::mutex m;
-  std::lock_guard<std::mutex> lock(m);
-  if (!g_named_bar[id]) g_named_bar[id] = std::make_unique<std::barrier<>>(n);
-  return *g_named_bar[id];
-}
-inline void EmuNamedBarArrive(int id, int n) { (void)EmuNamedBar(id, n).arrive(); }
-inline void EmuNamedBarSync(int id, int n) { EmuNamedBar(id, n).arrive_and_wait(); }
 // All 32 lanes must reach it (the kernels call it outside divergent code).
 inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
 inline float __shfl_xor_sync(unsigned, float x, int o) {
@@ -118,8 +106,6 @@ inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& bo
         std::barrier<> bar(threads);
         g_block_bar = &bar;
         g_warp_bar.clear();
-        g_named_bar.clear();
-        g_named_bar.resize(16);
         for (int w = 0; w < threads / 32; ++w)
           g_warp_bar.push_back(std::make_unique<std::barrier<>>(32));
         std::vector<std::thread> ts;
