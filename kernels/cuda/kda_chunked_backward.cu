@@ -964,26 +964,28 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       int m0, c0;
       TriTile(n, &m0, &c0);
       float ax[4] = {0.f, 0.f, 0.f, 0.f}, ay[4] = {0.f, 0.f, 0.f, 0.f};
-      // -W's and Uv's fragments come from L2: the next step's are loaded ahead.
-      uint32_t wh[2], wl[2];
-      float xu[4];
-      LoadB<kDim>(rec.negw, c0, 16 * ks0, wh);
-      LoadB<kDim>(rec.negw + kRowMatLo, c0, 16 * ks0, wl);
-      LoadBRawT(rec.uv, kDim, c0, 16 * ks0, xu);
-#pragma unroll 1
-      for (int k0 = 16 * ks0; k0 < 16 * ks1; k0 += 16) {
+      // -W's and Uv's fragments come from L2, two steps ahead (one step's products are shorter
+      // than an L2 round trip): buffer b holds the steps of parity b. Segments have an even
+      // number of steps (kPer and kKs are even), so the loop takes them in pairs.
+      static_assert(kPer % 2 == 0 && kKs % 2 == 0, "even segments");
+      uint32_t wh[2][2], wl[2][2];
+      float xu[2][4];
+      auto load = [&](int k0, uint32_t(&h)[2], uint32_t(&l)[2], float(&u)[4]) {
+        LoadB<kDim>(rec.negw, c0, k0, h);
+        LoadB<kDim>(rec.negw + kRowMatLo, c0, k0, l);
+        LoadBRawT(rec.uv, kDim, c0, k0, u);
+      };
+      load(16 * ks0, wh[0], wl[0], xu[0]);
+      load(16 * ks0 + 16, wh[1], wl[1], xu[1]);
+      auto step = [&](int k0, uint32_t(&h)[2], uint32_t(&l)[2], float(&u)[4]) {
         uint32_t ah[4], am[4], al[4], bh[2], bm[2], bl[2];
         LoadASplit3(&sm.bufw[0][0], kLdF, m0, k0, ah, am, al);
-        bh[0] = wh[0];  // -W = hi + lo exactly: five partial products
-        bh[1] = wh[1];
-        bl[0] = wl[0];
-        bl[1] = wl[1];
-        float xc[4] = {xu[0], xu[1], xu[2], xu[3]};
-        if (k0 + 16 < 16 * ks1) {
-          LoadB<kDim>(rec.negw, c0, k0 + 16, wh);
-          LoadB<kDim>(rec.negw + kRowMatLo, c0, k0 + 16, wl);
-          LoadBRawT(rec.uv, kDim, c0, k0 + 16, xu);
-        }
+        bh[0] = h[0];  // -W = hi + lo exactly: five partial products
+        bh[1] = h[1];
+        bl[0] = l[0];
+        bl[1] = l[1];
+        float xc[4] = {u[0], u[1], u[2], u[3]};
+        if (k0 + 32 < 16 * ks1) load(k0 + 32, h, l, u);
         Mma(ax, al, bh);
         Mma(ax, am, bl);
         Mma(ax, ah, bl);
@@ -992,6 +994,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         LoadASplit3(&sm.bufu[0][0], kLdF, m0, k0, ah, am, al);
         SplitB3(xc, bh, bm, bl);
         Mma6(ay, ah, am, al, bh, bm, bl);
+      };
+#pragma unroll 1
+      for (int k0 = 16 * ks0; k0 < 16 * ks1; k0 += 32) {
+        step(k0, wh[0], wl[0], xu[0]);
+        step(k0 + 16, wh[1], wl[1], xu[1]);
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = ax[e] - ay[e];
