@@ -522,8 +522,8 @@ static_assert(offsetof(GradSmem, r1) == offsetof(GradSmem, d_o) + sizeof(GradSme
                   6 * kPairPlane * sizeof(uint16_t) <=
                       sizeof(GradSmem::d_o) + sizeof(GradSmem::r1) + sizeof(GradSmem::p),
               "the six planes fit in d_o .. p");
-// The epilogue's per-token-group partials [2][kTq][kDim] live in bufu (dead by then).
-static_assert(2 * GradTraits::kTq * kDim <= kChunk * kLdF, "partials fit in bufu");
+// The epilogue's per-token-group partials [2][kTq][kDim] live in G (dead by then).
+static_assert(2 * GradTraits::kTq * kDim <= kChunk * kLdG, "partials fit in G");
 
 // Tile n < 32 of the 16 x 8 tiles of a [64][64] matrix at (m0, c0): the 20 that reach the lower
 // triangle (c0 < m0 + 16) first, sub-chunk by sub-chunk, then the 12 wholly above it. With tiles
@@ -1248,7 +1248,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     sm.bufu[tq + 4 * j][kc] = Y[j];
   }
   __syncthreads();
-  // dgl_t = sum_{s >= t} X_s + sum_{s < t} Y_s + z, per column, in a fixed order.
+  // dgl_t = sum_{s >= t} X_s + sum_{s < t} Y_s + z, per column, in a fixed order: warps 0-3 the
+  // exclusive sums of Y (in bufu), warps 4-7 the reverse sums of X (in bufw), side by side; the
+  // epilogue adds them. Both on warps 0-3 put 128 dependent steps on the block's critical path.
   if (tid < kDim) {
     float ex = 0.f;
     for (int t = 0; t < kChunk; ++t) {
@@ -1256,10 +1258,12 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       sm.bufu[t][tid] = ex;
       ex += y;
     }
+  } else if (tid < 2 * kDim) {
+    const int c = tid - kDim;
     float rev = 0.f;
     for (int t = kChunk - 1; t >= 0; --t) {
-      rev += sm.bufw[t][tid];
-      sm.bufw[t][tid] = (rev + sm.bufu[t][tid]) + sm.z[tid];
+      rev += sm.bufw[t][c];
+      sm.bufw[t][c] = rev;
     }
   }
   // The epilogue's g, loaded here so that their L2 latency hides behind the sums below: in the
@@ -1301,14 +1305,15 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       const float x =
           exp_a * (Bf16(static_cast<uint16_t>(j % 2 ? graw[j / 2] >> 16 : graw[j / 2])) + dtb);
       const float sg = GateSigmoid(x);  // the preparation's sigmoid (UnpackToken<true>)
-      const float dx = sm.bufw[t][kc] * a.s.lower_bound * sg * (1.f - sg);
+      const float dgl = (sm.bufw[t][kc] + sm.bufu[t][kc]) + sm.z[kc];
+      const float dx = dgl * a.s.lower_bound * sg * (1.f - sg);
       a.dg[base] = ToBf16(exp_a * dx);
       pdt = fmaf(exp_a, dx, pdt);
       pal = fmaf(x, dx, pal);
     }
   }
-  // bufu's last readers (the cumsums) finished before the barrier above the epilogue.
-  auto& part = *reinterpret_cast<float(*)[2][Tr::kTq][kDim]>(&sm.bufu[0][0]);
+  // G is dead since the pair terms (the epilogue reads bufw and bufu).
+  auto& part = *reinterpret_cast<float(*)[2][Tr::kTq][kDim]>(&sm.G[0][0]);
   part[0][tq][kc] = pdt;
   part[1][tq][kc] = pal;
   __syncthreads();
