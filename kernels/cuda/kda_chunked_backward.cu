@@ -33,7 +33,8 @@
 //    P = A / beta, Tinv and Uv from the checkpoint preparation, Uv with Tinv' in three parts
 //    (about FP32-exact; a two-part product, ~2^-17 operand rounding, drove the dA_log tail on
 //    short documents, and this pass used to solve Uv again in FP32), and dU from the reverse
-//    chain.
+//    chain. All of that lies in DRAM (the workspace is gigabytes), so the kernel asks L2 for it
+//    (bulk prefetch) at its start and before dA, and one CTA an SM waits on L2, not DRAM.
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
 #include <atomic>
