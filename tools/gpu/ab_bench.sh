@@ -6,8 +6,10 @@
 #   0. with HASH_FILTER set: the bitwise gate. Every variant's test binary runs the gtest filter
 #      HASH_FILTER (e.g. 'KdaKernels.*HashesForCrossBuildComparison'), once per offset in
 #      HASH_OFFSETS (default "0"; KDA_HASH_SEED_OFFSET=offset: other pinned draws); a variant
-#      whose printed hash lines differ from the first variant's, or that prints none, is
-#      dropped from steps 1-3 (named in $OUT/ab/hash_gate.txt).
+#      whose printed hash lines differ from the reference's, or that prints none, is dropped
+#      from steps 1-3 (named in $OUT/ab/hash_gate.txt). The reference is the first variant, or
+#      HASH_REF (a hashes_*.txt of an earlier call's ab/ folder). HASH_KEEP=1 reports a
+#      difference and keeps the variant (a candidate with new bits by design).
 #   1. every variant's bench, ROUNDS times, alternating (all variants see the same machine
 #      state), beside a 100 ms clock and power log;
 #   2. a summary: per variant and table row, each round's time (the bench's median);
@@ -15,8 +17,8 @@
 #      the three in parallel.
 # Usage: bash tools/gpu/ab_bench.sh DIR FAMILY "base cand ..." [ROUNDS=3] ["cand ..."=CHECK]
 # Env: BENCH_ENV (assignments for the bench, e.g. "CAKEGRAD_BENCH_REST_MS=500" for conv1d),
-# BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool), HASH_FILTER, HASH_OFFSETS. Logs and the
-# summary go to $OUT/ab/.
+# BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool), HASH_FILTER, HASH_OFFSETS, HASH_REF,
+# HASH_KEEP. Logs and the summary go to $OUT/ab/.
 set -uo pipefail
 [ $# -ge 3 ] || { sed -n 2,19p "$0" >&2; exit 2; }
 dir=$1 family=$2 variants=$3 rounds=${4:-3} check=${5:-}
@@ -33,6 +35,10 @@ smi=$!
 # The bitwise gate: lines containing "hashes" from each variant, compared with the first's.
 if [ -n "${HASH_FILTER:-}" ]; then
   ref="" kept="" kept_check=""
+  if [ -n "${HASH_REF:-}" ]; then
+    cp "$HASH_REF" "$out/hashes_HASH_REF.txt"
+    ref=HASH_REF
+  fi
   for v in $variants; do
     : > "$out/hashes_$v.txt"
     for o in ${HASH_OFFSETS:-0}; do
@@ -47,6 +53,9 @@ if [ -n "${HASH_FILTER:-}" ]; then
     elif cmp -s "$out/hashes_$ref.txt" "$out/hashes_$v.txt"; then
       kept="$kept $v"
       echo "$v: hash lines EQUAL $ref's"
+    elif [ -n "${HASH_KEEP:-}" ]; then
+      kept="$kept $v"
+      echo "$v: hash lines DIFFER from $ref's: kept (HASH_KEEP)"
     else
       echo "$v: hash lines DIFFER from $ref's: dropped"
     fi

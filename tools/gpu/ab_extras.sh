@@ -7,9 +7,6 @@
 #                            clocks) at bench case 0, skipped once $(ab_el) passes AB_NCU_UNTIL
 #   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG: the
 #                            count over 1e-4 and 3e-5, the median and the worst two with seeds
-#   ab_hashes DIR "V ..." [REF]  each variant's chunked-backward hash lines
-#                            (KdaKernels.ChunkedBackwardHashesForCrossBuildComparison), EQUAL or
-#                            DIFFERENT to REF (a saved hash file; default: the first variant's)
 #   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
 #                            for both builds at each TAG, all in parallel; per TAG the counts
 #                            over 1e-4 and 3e-5, the medians, the draws CAND does better on and
@@ -39,17 +36,6 @@ ab_ncu_time() {
       > "$AB_OUT/ncu_${v}_0.txt" 2>&1
     echo "ncu $v case 0: $(grep -E 'gpu__time_duration' "$AB_OUT/ncu_${v}_0.txt" | tail -1)"
   done | tee -a "$AB_OUT/ncu_summary.txt"
-}
-ab_hashes() {
-  local dir=$1 v ref=${3:-}
-  for v in $2; do
-    timeout 60 "$dir/$v/cakegrad_gpu_kda_tests" \
-      --gtest_filter='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' 2>&1 |
-      grep hashes > "$AB_OUT/hashes_$v.txt"
-    [ -n "$ref" ] || ref=$AB_OUT/hashes_$v.txt
-    echo "$v: $(wc -l < "$AB_OUT/hashes_$v.txt") hash lines," \
-      "$(cmp -s "$ref" "$AB_OUT/hashes_$v.txt" && echo EQUAL || echo DIFFERENT) to $(basename "$ref")"
-  done | tee -a "$AB_OUT/hash_summary.txt"
 }
 ab_dalog_tail() {
   local dir=$1 v=$2 tag=$3 n=$4

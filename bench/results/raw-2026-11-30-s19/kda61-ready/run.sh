@@ -18,11 +18,11 @@ D=.carry/kda61
 AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
 ab_start kda61
-ab_hashes $D "base bal_dm"
 ab_paired_tails $D "base bal_dm" "B2_T65_H1 B2_T1000_H4_fastdecay" 60 19200000
 echo "== tails at $(ab_el) s"; ab_pack
 OUT=$AB_OUT BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=150 \
-  timeout 230 bash tools/gpu/ab_bench.sh $D kda "base bal_dm" 3 "bal_dm" > "$AB_OUT/ab_stdout.txt" 2>&1
+  HASH_FILTER='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' HASH_KEEP=1 \
+  timeout 240 bash tools/gpu/ab_bench.sh $D kda "base bal_dm" 3 "bal_dm" > "$AB_OUT/ab_stdout.txt" 2>&1
 echo "== ab rc=$? at $(ab_el) s"; cat "$AB_OUT/ab_stdout.txt"; ab_pack
 AB_NCU_UNTIL=300 ab_ncu_time $D "base bal_dm"
 ab_pack; echo "== done at $(ab_el) s"
