@@ -13,8 +13,10 @@
 //
 // Four launches (plus the forward's two):
 // 1. The chunked forward's preparation and state pass in checkpoint mode: the chunk records and
-//    the FP32 chunk-start states S0 per chunk slot (the state pass in BF16x3 on mma.sync, as the
-//    forward; no output written).
+//    the FP32 chunk-start states S0 per chunk slot (no output written). Unlike the forward's, its
+//    gate sums run in FP64 and U^T Kdec in BF16x6 (Kdec^T with a third BF16 part, kdt3): S0 about
+//    FP32-exact, which dA_log's cancellation on short documents needs (host emulator and H200,
+//    bench/results/kda_h200.md, twentieth session); -W S0^T stays BF16x3.
 // 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16, 32 or 64 state rows, head,
 //    document; the forward's wave rule), walking the chunks backwards with its dS slice in
 //    registers (FP32); writes dS1 and its dU (FP32) per chunk slot, and dinitial_state.
@@ -639,11 +641,14 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();
   if (tid < kDim) {
-    float acc = 0.f;
+    // In FP64, each G rounded once, as the checkpoint preparation sums them: an FP32 running sum
+    // drifts by ~1e-5 over the chunk, and every decay exp(G_a - G_b) inherits it as relative
+    // error, which dA_log's cancellation amplifies (host emulator, bench/results/kda_h200.md).
+    double acc = 0.0;
 #pragma unroll 8
     for (int t = 0; t < kChunk; ++t) {
       acc += sm.G[t][tid];
-      sm.G[t][tid] = acc;
+      sm.G[t][tid] = static_cast<float>(acc);
     }
   }
   __syncthreads();  // cumulative gates complete
@@ -1479,6 +1484,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.chunk_p = reinterpret_cast<float*>(ws + layout.p);
     f.chunk_tinv = reinterpret_cast<float*>(ws + layout.tinv);
     f.chunk_u = reinterpret_cast<float*>(ws + layout.u);
+    f.chunk_kdt3 = reinterpret_cast<uint16_t*>(ws + layout.kdt3);
     void* const rec_ws = ws + layout.records;
     const Status prep = LaunchChunkedPrep(f, rec_ws, layout.s0 - layout.records, stream);
     if (!prep.ok()) return prep;

@@ -25,7 +25,9 @@
 //    o has warps of its own beside the chain's. The forwards (every width) run as clusters of two
 //    slices that share the record's common operands by TMA multicast (McBarriers).
 // In checkpoint mode (a.checkpoints non-null: the chunked backward's recompute) the state pass
-// stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output.
+// stores every chunk-start state S0 (FP32, at the chunk's slot) and writes no output; there the
+// preparation sums the gates in FP64 and writes a third BF16 part of Kdec^T, and the pass takes
+// U^T Kdec in BF16x6, so that S0 is about FP32-exact (the backward's dA_log needs it).
 // Chunks never straddle a document; a document's last chunk is padded with zero tokens (beta 0,
 // gate 0), which leave the state unchanged. No atomics on outputs: bitwise reproducible.
 #include <cuda_bf16.h>
@@ -609,11 +611,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
   if (tid < kDim) {
-    float acc = 0.f;
+    // The checkpoint instance sums in FP64 and rounds each G once, as the backward's per-chunk
+    // pass does: an FP32 running sum over 64 gates of up to -7.2 (log2 units) drifts by ~1e-5,
+    // which every decay inherits, and dA_log on short documents with it (host emulator,
+    // bench/results/kda_h200.md, seventeenth and twentieth sessions).
+    using Acc = std::conditional_t<kCheckpoint, double, float>;
+    Acc acc = 0;
 #pragma unroll 8
     for (int t = 0; t < kChunk; ++t) {
       acc += sm.G[t][tid];
-      sm.G[t][tid] = acc;
+      sm.G[t][tid] = static_cast<float>(acc);
     }
   }
   __syncthreads();
@@ -655,6 +662,20 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int k = e / (kChunk / 2), t = 2 * (e % (kChunk / 2));
       const float2 x = *reinterpret_cast<const float2*>(&sm.u.kdt[k][t]);
       StorePair(kd, kd + kDim * kChunk, k * kChunk, t, x.x, x.y);
+      if constexpr (kCheckpoint) {
+        uint32_t hi, lo;
+        PrepSplitPair(x.x, x.y, &hi, &lo);
+        // The third part, x - hi - lo (both differences exact): with it the checkpoint state pass
+        // multiplies Kdec^T to about FP32 accuracy, where hi + lo alone (~2^-17) limited S0 and
+        // through it dA_log on short documents (host emulator, bench/results/kda_h200.md,
+        // eighteenth session). Stored with the 128-byte swizzle of a record tile (Swz128), so
+        // that one bulk copy lays it out in shared memory as the TMA lays out hi and lo.
+        const __nv_bfloat162 l3 = __floats2bfloat162_rn(
+            (x.x - __uint_as_float(hi << 16)) - __uint_as_float(lo << 16),
+            (x.y - __uint_as_float(hi & 0xffff0000u)) - __uint_as_float(lo & 0xffff0000u));
+        *reinterpret_cast<__nv_bfloat162*>(
+            Swz128(a.chunk_kdt3 + (slot * H + h) * kDim * kChunk, k, t >> 3) + (t & 7)) = l3;
+      }
     }
     __syncthreads();  // the staging buffer is reused below
   }
@@ -1037,11 +1058,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       CpAsync<16>(dst + i * kStep * Tr::kTStride, src + i * kStep * kChunk * 2);
     }
   };
-  auto load_group2 = [&](const char* rec) {
+  // The checkpoint instance's third parts of Kdec^T (chunk c's, pre-swizzled as a record tile) and
+  // of U^T live where the forward keeps M and Q Gam, which this instance never reads.
+  auto kdt3_src = [&](int64_t c) {
+    return reinterpret_cast<const char*>(a.chunk_kdt3 + slot_head(c) * kDim * kChunk);
+  };
+  auto load_group2 = [&](int64_t c) {
     if constexpr (!kMc) {
+      const char* rec = record(c);
       copy_rows8(&sm.kd[0][0][0] + s8, rec + kda_layout::kRecKdecT + g8,
                  std::integral_constant<int, 2 * kDim>{});
-      if (!kCheckpoint) {
+      if constexpr (kCheckpoint) {
+        copy_rows8(&sm.m[0][0][0] + s8, kdt3_src(c) + g8, std::integral_constant<int, kDim>{});
+      } else {
         copy_rows8(&sm.m[0][0][0] + s8, rec + kda_layout::kRecM + g8,
                    std::integral_constant<int, 2 * kChunk>{});
       }
@@ -1062,7 +1091,8 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // Kdec^T hi, lo (, M hi | lo). The checkpoint instance writes no o, so it copies neither M nor
   // Q Gam (43% of the record bytes a step), and its o warps only keep the barriers.
   constexpr int kKdTiles = kMc64 || kCheckpoint ? 2 : 3;
-  constexpr uint32_t kMcBytesWq = 2 * kTile * 2, kMcBytesKd = kKdTiles * kTile * 2 + kDim * 4;
+  constexpr uint32_t kMcBytesWq = 2 * kTile * 2;
+  constexpr uint32_t kMcBytesKd = (kKdTiles + (kCheckpoint ? 1 : 0)) * kTile * 2 + kDim * 4;
   static_assert(kda_layout::kRecQg == kda_layout::kRecNegW + 2 * kChunk * kDim * 2 &&
                     kda_layout::kRecM == kda_layout::kRecKdecT + 2 * kDim * kChunk * 2,
                 "-W | Q Gam and Kdec^T | M adjacent in the record");
@@ -1090,6 +1120,37 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       return sm.gc;
     }
   };
+  // The checkpoint instance's third part of Kdec^T in buffer b (one 128-row tile) and of U^T.
+  auto kd3_tile = [&](int b) -> uint16_t* {
+    if constexpr (kMc64) {
+      return sm.qg + b * kTile;
+    } else if constexpr (kMc) {
+      return sm.kd[b] + 2 * kTile;
+    } else {
+      static_assert(sizeof(sm.m) >= kDim * Tr::kTStride * 2, "a 128-row plane fits M's buffer");
+      return &sm.m[0][0][0];
+    }
+  };
+  auto kd3_piece = [&](int b, int r, int q) -> const uint16_t* {
+    if constexpr (kMc) {
+      return Swz128(kd3_tile(b), r, q);
+    } else {
+      return kd3_tile(b) + r * Tr::kTStride + 8 * (q ^ (r & 7));
+    }
+  };
+  auto u3_plane = [&]() -> uint16_t* {
+    if constexpr (kMc64) {
+      static_assert(sizeof(sm.m) >= kRows * Tr::kTStride * 2, "U^T's plane fits M's buffer");
+      return sm.m;
+    } else if constexpr (kMc) {
+      static_assert(sizeof(sm.qg) >= kRows * Tr::kTStride * 2, "U^T's plane fits Q Gam's");
+      return sm.qg;
+    } else {
+      static_assert(sizeof(sm.qg) >= kRows * Tr::kTStride * 2, "U^T's plane fits Q Gam's");
+      return &sm.qg[0][0][0][0];
+    }
+  };
+
   // A tile of chunk c's record at (x, y) of `map`; the emulator copies it from emu_src instead.
   auto mc_tile = [&](uint16_t* dst, const CUtensorMap* map, int x, int y, int64_t c, uint64_t* bar,
                      const char* emu_src, int emu_row_bytes) {
@@ -1119,6 +1180,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       if (!kMcBothRanks && static_cast<int>(rank) != (t == 1 ? 1 : 0)) continue;
       mc_tile(kd_buf(b) + t * kTile, MapOf(maps, 1), 0, 128 * t, c, &mb.full_kd[b],
               rec + kda_layout::kRecKdecT + 128 * t * kChunk * 2, kChunk * 2);
+    }
+    if (kCheckpoint && (kMcBothRanks || rank == 0)) {
+      BulkMulticast(kd3_tile(b), kdt3_src(c), kTile * 2, &mb.full_kd[b], kMcMask);
     }
     if (kMcBothRanks || rank == 1) {
       BulkMulticast(gc_buf(b), rec + kda_layout::kRecGamC, kDim * 4, &mb.full_kd[b], kMcMask);
@@ -1211,7 +1275,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       if (chunks > 1) load_group1(record(1), 1);
       CpAsyncCommit();
     }
-    load_group2(record(0));
+    load_group2(0);
     CpAsyncCommit();
   }
 
@@ -1362,21 +1426,24 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
     if (chain) {
 #pragma unroll
       for (int j = 0; j < kVP; ++j) {
-        uint32_t uh[4], ul[4];
+        uint32_t uh[4], ul[4], u3[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int nt = i >> 1, e = 2 * (i & 1);
           const float x0 = u0[j][nt][e] + (u1[j][nt][e] + u2[j][nt][e]);
           const float x1 = u0[j][nt][e + 1] + (u1[j][nt][e + 1] + u2[j][nt][e + 1]);
-          SplitPair(x0, x1, &uh[i], &ul[i]);
-          if constexpr (kCheckpoint) {
+          if constexpr (kCheckpoint) {  // three parts: U^T Kdec as BF16x6 below
+            Split3Pair(x0, x1, &uh[i], &ul[i], &u3[i]);
             const int t = mt * 16 + g + 8 * (i & 1), v = v0 + (vt0 + j) * 16 + nt * 8 + 2 * tq;
             *reinterpret_cast<float2*>(a.chunk_u + slot_head(c) * kChunk * kDim + t * kDim + v) =
                 make_float2(x0, x1);
+          } else {
+            SplitPair(x0, x1, &uh[i], &ul[i]);
           }
         }
         StmT4<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, mt * 16, uh);
         StmT4<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, mt * 16, ul);
+        if constexpr (kCheckpoint) StmT4<Tr::kTStride>(u3_plane(), (vt0 + j) * 16, mt * 16, u3);
       }
     }
     if constexpr (kMc) {
@@ -1493,15 +1560,16 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       // 64-row instance spilled (128 registers).
 #pragma unroll(kVP == 2 ? 1 : 2)
       for (int ks = 0; ks < kChunk / 16; ++ks) {
-        uint32_t ah[kVP][4], al[kVP][4];
+        uint32_t ah[kVP][4], al[kVP][4], a3[kVP][4];
 #pragma unroll
         for (int j = 0; j < kVP; ++j) {
           LdmA<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, ks * 16, ah[j]);
           LdmA<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, ks * 16, al[j]);
+          if constexpr (kCheckpoint) LdmA<Tr::kTStride>(u3_plane(), (vt0 + j) * 16, ks * 16, a3[j]);
         }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
-          uint32_t bh[2], bl[2];
+          uint32_t bh[2], bl[2], b3[2];
           if constexpr (kMc) {
             LdmB2P([&](int plane, int r, int q) { return Swz128(kd_buf(kb), kDim * plane + r, q); },
                    32 * mt + 8 * nt, 2 * ks, bh, bl);
@@ -1509,10 +1577,19 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
             LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,
                                 bl);
           }
+          if constexpr (kCheckpoint) {
+            LdmBP([&](int r, int q) { return kd3_piece(kb, r, q); }, 32 * mt + 8 * nt, 2 * ks, b3);
+          }
 #pragma unroll
           for (int j = 0; j < kVP; ++j) {
-            Mma3(st[j][nt], Tr::kSplitAcc ? p1[j][nt] : st[j][nt],
-                 Tr::kSplitAcc ? p2[j][nt] : st[j][nt], ah[j], al[j], bh, bl);
+            float(&acc1)[4] = Tr::kSplitAcc ? p1[j][nt] : st[j][nt];
+            float(&acc2)[4] = Tr::kSplitAcc ? p2[j][nt] : st[j][nt];
+            if constexpr (kCheckpoint) {  // BF16x6 (Mma6's terms): the small ones first
+              Mma(acc2, a3[j], bh);
+              Mma(acc1, ah[j], b3);
+              Mma(acc2, al[j], bl);
+            }
+            Mma3(st[j][nt], acc1, acc2, ah[j], al[j], bh, bl);
           }
         }
       }
@@ -1531,7 +1608,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       if (!kCheckpoint && lead && rank == 1 && c + 1 < chunks) MbarArrivePeer(&mb.empty_m, peer);
     }
     if constexpr (!kMc) {
-      if (c + 1 < chunks) load_group2(record(c + 1));
+      if (c + 1 < chunks) load_group2(c + 1);
       CpAsyncCommit();
     }
   }
@@ -1636,8 +1713,9 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
   if (a.s.total_tokens == 0) return OkStatus();
   char* const ws = static_cast<char*>(workspace);
   if (a.checkpoints != nullptr) {
-    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr) {
-      return InvalidArgument("kda: the checkpoint preparation needs chunk_p and chunk_tinv");
+    if (a.chunk_p == nullptr || a.chunk_tinv == nullptr || a.chunk_kdt3 == nullptr) {
+      return InvalidArgument(
+          "kda: the checkpoint preparation needs chunk_p, chunk_tinv and chunk_kdt3");
     }
     return LaunchPrep<kPrepThreads, true>(a, ws, slots, stream);
   }
@@ -1649,8 +1727,8 @@ Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,
   if (a.s.N == 0) return OkStatus();
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
   const char* ws = static_cast<const char*>(workspace);
-  if (a.checkpoints != nullptr && a.chunk_u == nullptr) {
-    return InvalidArgument("kda: the checkpoint state pass needs chunk_u");
+  if (a.checkpoints != nullptr && (a.chunk_u == nullptr || a.chunk_kdt3 == nullptr)) {
+    return InvalidArgument("kda: the checkpoint state pass needs chunk_u and chunk_kdt3");
   }
   switch (rows) {
     case 16:

@@ -396,6 +396,7 @@ struct FwdArgs {
                                // [slots, H, kda_layout::kChunkPFloats]
   float* chunk_tinv;           // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
   float* chunk_u;              // likewise: U = Uv - W S0^T per chunk slot, [slots, H, 64, 128]
+  uint16_t* chunk_kdt3;        // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
 };
 
 // Enqueues the forward pass over every (document, head); defined in kda_forward.cu.

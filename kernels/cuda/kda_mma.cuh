@@ -160,6 +160,28 @@ __device__ __forceinline__ void LdmB2P(Piece piece, int n0, int q0, uint32_t (&b
 }
 #endif
 
+// One plane of LdmB2P: piece(n, q) is the 16-byte piece holding row n, columns 8 q .. 8 q + 7.
+#ifdef CAKEGRAD_KDA_HOST_EMU
+template <class Piece>
+__device__ __forceinline__ void LdmBP(Piece piece, int n0, int q0, uint32_t (&b)[2]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int j = 0; j < 2; ++j) {
+    b[j] = *reinterpret_cast<const uint32_t*>(piece(n0 + g, q0 + j) + 2 * q);
+  }
+}
+#else
+template <class Piece>
+__device__ __forceinline__ void LdmBP(Piece piece, int n0, int q0, uint32_t (&b)[2]) {
+  const int lane = threadIdx.x & 31;
+  // ldmatrix.x2: lanes 0 .. 15 give the row addresses (the others' are not read).
+  const uint32_t s = static_cast<uint32_t>(
+      __cvta_generic_to_shared(piece(n0 + (lane & 7), q0 + ((lane >> 3) & 1))));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(s));
+}
+#endif
+
 // LdmA for a 16 x 16 A tile stored in pieces: piece(r, q) is the 16-byte piece holding row r,
 // columns 8 q .. 8 q + 7, so that the caller may pack and swizzle its tiles. Same registers as
 // LdmA (LoadA's layout).

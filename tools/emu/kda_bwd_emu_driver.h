@@ -144,6 +144,7 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.chunk_p = reinterpret_cast<float*>(wsp + lay.p);
     f.chunk_tinv = reinterpret_cast<float*>(wsp + lay.tinv);
     f.chunk_u = reinterpret_cast<float*>(wsp + lay.u);
+    f.chunk_kdt3 = reinterpret_cast<uint16_t*>(wsp + lay.kdt3);
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
     if (exact_s0 == nullptr) return;
   }

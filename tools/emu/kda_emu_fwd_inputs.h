@@ -117,7 +117,8 @@ inline void EmuPrep(const cakegrad::kernels::kda_cuda::FwdArgs& f, char* ws) {
   EmuLaunch({unsigned(slots), unsigned(f.s.H), 1}, kc::kPrepThreads,
             [&] { kc::KdaChunkPrepKernel<kc::kPrepThreads>(f, ws); });
 }
-template <bool kCheckpoint>
+// kPlain: the plain instance even where the device launches 2-CTA clusters (its fallback).
+template <bool kCheckpoint, bool kPlain = false>
 void EmuStatePass(int rows, const cakegrad::kernels::kda_cuda::FwdArgs& f, char* ws) {
   namespace kc = cakegrad::kernels::kda_cuda;
   auto launch = [&](auto r) {
@@ -132,7 +133,7 @@ void EmuStatePass(int rows, const cakegrad::kernels::kda_cuda::FwdArgs& f, char*
 #else
     constexpr bool kMcHere = !kCheckpoint;
 #endif
-    if constexpr ((kRows == 16 || kRows == 64 || kMc32) && kMcHere &&
+    if constexpr ((kRows == 16 || kRows == 64 || kMc32) && kMcHere && !kPlain &&
                   requires { &kc::KdaChunkStateKernel<kRows, kCheckpoint, true>; }) {
       EmuLaunch({unsigned(Tr::kSlices), unsigned(f.s.H), unsigned(f.s.N)}, Tr::kThreads,
                 [&] { kc::KdaChunkStateKernel<kRows, kCheckpoint, true>(f, ws); });
