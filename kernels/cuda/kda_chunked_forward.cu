@@ -1138,17 +1138,6 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
       return kd3_tile(b) + r * Tr::kTStride + 8 * (q ^ (r & 7));
     }
   };
-  // BF16x6 for U^T Kdec (checkpoint instance): by the chain warps themselves where the pass has no
-  // o warps (32 rows), else its three small terms by the o warps (kX6OWarps).
-  constexpr bool kX6Chain = kCheckpoint && !Tr::kOWarps;
-  constexpr bool kX6OWarps = kCheckpoint && Tr::kOWarps;
-  // Where the o warp's terms of its tile's element (row 16 (vt0 + j) + g + 8 hh, column 32 mt + 8 nt
-  // + 2 tq) wait for the chain warp: FP32 pairs in the bytes that tile's S0 split occupies (16
-  // columns a plane's row segment: columns 0 .. 15 in hi's, 16 .. 31 in lo's).
-  auto s1_corr = [&](int j, int hh, int nt) {
-    const int c = 8 * nt + 2 * tq;
-    return reinterpret_cast<float*>(&sm.s[c >> 4][16 * (vt0 + j) + g + 8 * hh][32 * mt]) + (c & 15);
-  };
   auto u3_plane = [&]() -> uint16_t* {
     if constexpr (kMc64) {
       static_assert(sizeof(sm.m) >= kRows * Tr::kTStride * 2, "U^T's plane fits M's buffer");
@@ -1576,7 +1565,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
         for (int j = 0; j < kVP; ++j) {
           LdmA<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, ks * 16, ah[j]);
           LdmA<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, ks * 16, al[j]);
-          if constexpr (kX6Chain) LdmA<Tr::kTStride>(u3_plane(), (vt0 + j) * 16, ks * 16, a3[j]);
+          if constexpr (kCheckpoint) LdmA<Tr::kTStride>(u3_plane(), (vt0 + j) * 16, ks * 16, a3[j]);
         }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
@@ -1588,14 +1577,14 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
             LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,
                                 bl);
           }
-          if constexpr (kX6Chain) {
+          if constexpr (kCheckpoint) {
             LdmBP([&](int r, int q) { return kd3_piece(kb, r, q); }, 32 * mt + 8 * nt, 2 * ks, b3);
           }
 #pragma unroll
           for (int j = 0; j < kVP; ++j) {
             float(&acc1)[4] = Tr::kSplitAcc ? p1[j][nt] : st[j][nt];
             float(&acc2)[4] = Tr::kSplitAcc ? p2[j][nt] : st[j][nt];
-            if constexpr (kX6Chain) {  // BF16x6 (Mma6's terms): the small ones first
+            if constexpr (kCheckpoint) {  // BF16x6 (Mma6's terms): the small ones first
               Mma(acc2, a3[j], bh);
               Mma(acc1, ah[j], b3);
               Mma(acc2, al[j], bl);
@@ -1612,72 +1601,9 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
           for (int i = 0; i < 4; ++i) st[j][nt][i] += p1[j][nt][i] + p2[j][nt][i];
         }
       }
-    } else if constexpr (kX6OWarps) {
-      // The checkpoint instance's o warps, idle otherwise, take BF16x6's three small terms of the
-      // state tile whose (vt0, mt) they share with one chain warp, and hand them over in that
-      // tile's S0 bytes (read by the U product before the last barrier, rewritten only by
-      // store_state): the chain warps keep the forward's BF16x3 and their step's length.
-      // One state tile at a time (st stays live in every warp: registers are the kernel's).
-#pragma unroll 1
-      for (int j = 0; j < kVP; ++j) {
-        float cr[4][4];
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) cr[nt][i] = 0.f;
-        }
-#pragma unroll 1
-        for (int ks = 0; ks < kChunk / 16; ++ks) {
-          uint32_t ah[4], al[4], a3[4];
-          LdmA<Tr::kTStride>(&sm.u[0][0][0], (vt0 + j) * 16, ks * 16, ah);
-          LdmA<Tr::kTStride>(&sm.u[1][0][0], (vt0 + j) * 16, ks * 16, al);
-          LdmA<Tr::kTStride>(u3_plane(), (vt0 + j) * 16, ks * 16, a3);
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) {
-            uint32_t bh[2], bl[2], b3[2];
-            if constexpr (kMc) {
-              LdmB2P(
-                  [&](int plane, int r, int q) { return Swz128(kd_buf(kb), kDim * plane + r, q); },
-                  32 * mt + 8 * nt, 2 * ks, bh, bl);
-            } else {
-              LdmB2<Tr::kTStride>(&sm.kd[0][0][0], &sm.kd[1][0][0], 32 * mt + 8 * nt, ks * 16, bh,
-                                  bl);
-            }
-            LdmBP([&](int r, int q) { return kd3_piece(kb, r, q); }, 32 * mt + 8 * nt, 2 * ks, b3);
-            Mma(cr[nt], a3, bh);
-            Mma(cr[nt], ah, b3);
-            Mma(cr[nt], al, bl);
-          }
-        }
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            *reinterpret_cast<float2*>(s1_corr(j, hh, nt)) =
-                make_float2(cr[nt][2 * hh], cr[nt][2 * hh + 1]);
-          }
-        }
-      }
     }
     __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
-    if (chain) {
-      if constexpr (kX6OWarps) {  // the o warp's terms, then S1 split over the same bytes
-#pragma unroll
-        for (int j = 0; j < kVP; ++j) {
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) {
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-              const float2 x = *reinterpret_cast<const float2*>(s1_corr(j, hh, nt));
-              st[j][nt][2 * hh] += x.x;
-              st[j][nt][2 * hh + 1] += x.y;
-            }
-          }
-        }
-        __syncwarp();
-      }
-      store_state();
-    }
+    if (chain) store_state();
     if constexpr (kMc64) {  // rank 1 has read M (c): rank 0 may refill it (top of chunk c + 1)
       if (!kCheckpoint && lead && rank == 1 && c + 1 < chunks) MbarArrivePeer(&mb.empty_m, peer);
     }
