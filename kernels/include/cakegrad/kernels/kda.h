@@ -45,11 +45,11 @@ struct KdaFwdParams {
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
-// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.7x-8.3x faster on the H200. Its
-// dA_log missed SPEC's 1e-4 on ~3-5% of random draws of two 65-token sequences at H = 1, where
-// the sequential one missed none; with its checkpoint states and gate sums about FP32-exact
-// (twentieth session) it missed none of 120 fresh draws, but on too few draws to make it the
-// default yet (bench/results/kda_h200.md), so it is opt-in.
+// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.7x-8.4x faster on the H200. Its
+// dA_log misses SPEC's 1e-4 on ~0.75% of random draws of two 65-token sequences at H = 1 (3 of
+// 400; ~3-5% before its checkpoint states and gate sums became about FP32-exact), where the
+// sequential one misses none of the same draws (bench/results/kda_h200.md, twentieth session),
+// so it is opt-in.
 enum class KdaBackwardAlgorithm { kSequential, kChunked };
 
 struct KdaBwdParams {
