@@ -150,7 +150,7 @@ __device__ __forceinline__ uint16_t* TinvBPiece3(PrepSmem& sm, int mt, int ks, i
 }
 static_assert(10 * 16 * 16 * 2 <= sizeof(PrepSmem::u.w.rhs), "the third part below W's tinv");
 
-template <int kRows>
+template <int kRows, bool kCheckpoint = false>
 struct StateTraits {
   static constexpr int kVTiles = kRows / 16;  // 16-row tiles of the CTA's state slice
   // With 16-row slices (one CTA per SM, 4 chain warps: one per scheduler) o gets warps of its own,
@@ -160,8 +160,12 @@ struct StateTraits {
   // 64-row slices do the same with two state tiles per warp (8 chain and 8 o warps, 512 threads
   // as before, so 128 registers still suffice): the chain's second stretch (S1) no longer waits
   // behind M U and the o stores, whose single accumulator set makes them a 12-deep mma chain.
-  static constexpr bool kOWarps = kRows == 16 || kRows == 64;
-  static constexpr int kVPerWarp = kRows == 64 ? 2 : 1;  // 16-row state tiles per role warp
+  // The checkpoint instance at 64 rows computes no o: its 16 warps all take the chain, one state
+  // tile each, so that its BF16x6 S1 step (twice the forward's small products) runs on twice the
+  // warps (kda62: with 8 chain warps of two tiles the pass took 0.90 ms against the reverse
+  // chain's 0.78 beside it).
+  static constexpr bool kOWarps = kRows == 16 || (kRows == 64 && !kCheckpoint);
+  static constexpr int kVPerWarp = kRows == 64 && !kCheckpoint ? 2 : 1;  // state tiles a warp
   // warp = (token tile | K quarter, kVPerWarp state tiles)
   static constexpr int kRoleWarps = 4 * kVTiles / kVPerWarp;
   static constexpr int kWarps = (kOWarps ? 2 : 1) * kRoleWarps;
@@ -175,7 +179,7 @@ struct StateTraits {
   static constexpr int kStages = kRows == 16 ? 2 : 1;
   // Three accumulator sets per BF16x3 product (independent mma chains) where the registers allow;
   // 16 warps (64 rows) get 128 registers per thread and accumulate into one set.
-  static constexpr bool kSplitAcc = kRows <= 32;
+  static constexpr bool kSplitAcc = kRows <= 32 || kVPerWarp == 1;
   static_assert(kRows % 16 == 0 && kDim % kRows == 0 && kVTiles % kVPerWarp == 0,
                 "16-row tiles, whole slices, whole tile groups per warp");
   static_assert(kChunk == 4 * 16 && kDim == 4 * 32, "4 token tiles of 16, 4 K quarters of 32");
@@ -965,12 +969,17 @@ __global__ void __launch_bounds__(kThreads, 2)
 // mbarriers, issued by one thread of each CTA. The checkpoint instance writes no o: it copies
 // neither Q Gam nor M and its o warps only keep the barriers (the forward's schedule otherwise).
 template <int kRows, bool kCheckpoint, bool kMc = false>
-__global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
+__global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
     KdaChunkStateKernel(const __grid_constant__ FwdArgs a, const char* __restrict__ ws,
                         const __grid_constant__ McParam<kMc> maps = {}) {
-  using Tr = StateTraits<kRows>;
+  using Tr = StateTraits<kRows, kCheckpoint>;
+  static_assert(Tr::kKStride == StateTraits<kRows>::kKStride &&
+                    Tr::kTStride == StateTraits<kRows>::kTStride &&
+                    Tr::kUvStride == StateTraits<kRows>::kUvStride &&
+                    Tr::kStages == StateTraits<kRows>::kStages,
+                "the shared layouts (sized by the forward's traits) fit both instances");
   static_assert(!kMc || (kRows == 16 && Tr::kStages == 2 && Tr::kOWarps) ||
-                    (kRows == 64 && Tr::kStages == 1 && Tr::kOWarps) ||
+                    (kRows == 64 && Tr::kStages == 1 && (Tr::kOWarps || kCheckpoint)) ||
                     (kRows == 32 && Tr::kStages == 1 && !Tr::kOWarps),
                 "multicast: the 16-row (double-buffered group 1), 32- or 64-row pass");
   // The 64-row layout (McSmem<64>): -W single, M apart from Kdec^T with its own barriers.
@@ -1085,7 +1094,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
   // ELECT loop (their operands are uniform); tiles are 7 a chunk.
   McBarriersOf<kRows>& mb = *reinterpret_cast<McBarriersOf<kRows>*>(smem + sizeof(Sm));
   const uint32_t rank = kMc ? ClusterCtaRank() : 0, peer = rank ^ 1;
-  const bool lead = kMc && warp == (kMc32 ? 0 : Tr::kRoleWarps) && lane == 0;
+  const bool lead = kMc && warp == (Tr::kOWarps ? Tr::kRoleWarps : 0) && lane == 0;
   constexpr uint16_t kMcMask = 0x3;
   constexpr int kTile = McSmem<16>::kTile;
   // Kdec^T hi, lo (, M hi | lo). The checkpoint instance writes no o, so it copies neither M nor
@@ -1622,7 +1631,7 @@ __global__ void __launch_bounds__(StateTraits<kRows>::kThreads, 1)
 
 template <int kRows, bool kCheckpoint>
 Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
-  using Tr = StateTraits<kRows>;
+  using Tr = StateTraits<kRows, kCheckpoint>;
   static std::atomic<uint64_t> done{0};
   constexpr int kSmem = static_cast<int>(sizeof(StateSmem<kRows>));
   Status st =
@@ -1638,7 +1647,7 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
 // 16-byte aligned rows; every record offset is, as kRecBytes is).
 template <int kRows, bool kCheckpoint>
 Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
-  using Tr = StateTraits<kRows>;
+  using Tr = StateTraits<kRows, kCheckpoint>;
   const auto kernel = KdaChunkStateKernel<kRows, kCheckpoint, true>;
   constexpr int kSmem = kStateSmemBytes<kRows, true>;
   static_assert(kSmem == (kRows == 16 ? 222256 : kRows == 32 ? 201776 : 220224), "layout sizes");

@@ -123,7 +123,7 @@ void EmuStatePass(int rows, const cakegrad::kernels::kda_cuda::FwdArgs& f, char*
   namespace kc = cakegrad::kernels::kda_cuda;
   auto launch = [&](auto r) {
     constexpr int kRows = decltype(r)::value;
-    using Tr = kc::StateTraits<kRows>;
+    using Tr = kc::StateTraits<kRows, kCheckpoint>;
     // The passes as the device launches them: the 2-CTA cluster instance (kMc), its
     // copies all issued by the emulated CTA, where the staged revision has one (at 32 rows: where
     // it defines McSmem<32>; the checkpoint pass: KDA_EMU_MC_CHECKPOINT, kda_emu_sources.sh).
