@@ -161,9 +161,9 @@ struct StateTraits {
   // as before, so 128 registers still suffice): the chain's second stretch (S1) no longer waits
   // behind M U and the o stores, whose single accumulator set makes them a 12-deep mma chain.
   // The checkpoint instance at 64 rows computes no o: its 16 warps all take the chain, one state
-  // tile each, so that its BF16x6 S1 step (twice the forward's small products) runs on twice the
-  // warps (kda62: with 8 chain warps of two tiles the pass took 0.90 ms against the reverse
-  // chain's 0.78 beside it).
+  // tile each, rather than 8 warps of two tiles beside 8 that only kept the barriers (H200, kda65:
+  // the backward at (1, 8192, 32) -1.2%, though ncu puts the pass itself at ~0.89 ms either way,
+  // still above the reverse chain's 0.78 beside it: its step is not bound by the warps' MMAs).
   static constexpr bool kOWarps = kRows == 16 || (kRows == 64 && !kCheckpoint);
   static constexpr int kVPerWarp = kRows == 64 && !kCheckpoint ? 2 : 1;  // state tiles a warp
   // warp = (token tile | K quarter, kVPerWarp state tiles)
