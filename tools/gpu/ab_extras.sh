@@ -5,6 +5,9 @@
 #                            $OUT_FINAL/NAME.tgz, so a call cut short still returns what finished)
 #   ab_ncu_time DIR "V ..."  each variant's grad-kernel time (ncu gpu__time_duration, locked
 #                            clocks) at bench case 0, skipped once $(ab_el) passes AB_NCU_UNTIL
+#   ab_ncu_kernels DIR "V ..." ["CASES"]   every kernel of one chunked backward per bench case
+#                            (default "0 1 2"): the preparation, the checkpoint pass, the chain,
+#                            the grad kernel and the reduce, by name (kda64/kda65 wrote this out)
 #   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG: the
 #                            count over 1e-4 and 3e-5, the median and the worst two with seeds
 #   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
@@ -35,6 +38,19 @@ ab_ncu_time() {
       -k regex:KdaChunkGrad --launch-skip 6 -c 1 "$dir/$v/cakegrad_kda_bench" \
       > "$AB_OUT/ncu_${v}_0.txt" 2>&1
     echo "ncu $v case 0: $(grep -E 'gpu__time_duration' "$AB_OUT/ncu_${v}_0.txt" | tail -1)"
+  done | tee -a "$AB_OUT/ncu_summary.txt"
+}
+ab_ncu_kernels() {
+  local dir=$1 v c
+  for v in $2; do
+    for c in ${3:-0 1 2}; do
+      [ "$(ab_el)" -lt "${AB_NCU_UNTIL:-400}" ] || break 2
+      KDA_BENCH_CHUNKED_ONLY=1 KDA_BENCH_CASES=$c timeout 30 ncu --metrics gpu__time_duration.sum \
+        -k regex:Kda --launch-skip 36 -c 6 "$dir/$v/cakegrad_kda_bench" > "$AB_OUT/ncu_${v}_$c.txt" 2>&1
+      echo "$v case $c:"
+      grep -E "Kda[A-Za-z]*Kernel|gpu__time_duration" "$AB_OUT/ncu_${v}_$c.txt" | paste - - |
+        sed -E 's/\(.*gpu__time_duration.sum/ /; s/ +/ /g' | grep -v PROF | head -5
+    done
   done | tee -a "$AB_OUT/ncu_summary.txt"
 }
 ab_dalog_tail() {
