@@ -667,18 +667,16 @@ __global__ void __launch_bounds__(kThreads, 2)
       const float2 x = *reinterpret_cast<const float2*>(&sm.u.kdt[k][t]);
       StorePair(kd, kd + kDim * kChunk, k * kChunk, t, x.x, x.y);
       if constexpr (kCheckpoint) {
-        uint32_t hi, lo;
-        PrepSplitPair(x.x, x.y, &hi, &lo);
-        // The third part, x - hi - lo (both differences exact): with it the checkpoint state pass
-        // multiplies Kdec^T to about FP32 accuracy, where hi + lo alone (~2^-17) limited S0 and
-        // through it dA_log on short documents (host emulator, bench/results/kda_h200.md,
-        // eighteenth session). Stored with the 128-byte swizzle of a record tile (Swz128), so
-        // that one bulk copy lays it out in shared memory as the TMA lays out hi and lo.
-        const __nv_bfloat162 l3 = __floats2bfloat162_rn(
-            (x.x - __uint_as_float(hi << 16)) - __uint_as_float(lo << 16),
-            (x.y - __uint_as_float(hi & 0xffff0000u)) - __uint_as_float(lo & 0xffff0000u));
-        *reinterpret_cast<__nv_bfloat162*>(
-            Swz128(a.chunk_kdt3 + (slot * H + h) * kDim * kChunk, k, t >> 3) + (t & 7)) = l3;
+        // The third part (Split3Pair's lo; its hi and mid are StorePair's hi and lo): with it the
+        // checkpoint state pass multiplies Kdec^T to about FP32 accuracy, where hi + lo alone
+        // (~2^-17) limited S0 and through it dA_log on short documents (host emulator,
+        // bench/results/kda_h200.md, eighteenth session). Stored with the 128-byte swizzle of a
+        // record tile (Swz128), so that one bulk copy lays it out in shared memory as the TMA
+        // lays out hi and lo.
+        uint32_t hi, mid, lo;
+        Split3Pair(x.x, x.y, &hi, &mid, &lo);
+        *reinterpret_cast<uint32_t*>(
+            Swz128(a.chunk_kdt3 + (slot * H + h) * kDim * kChunk, k, t >> 3) + (t & 7)) = lo;
       }
     }
     __syncthreads();  // the staging buffer is reused below
@@ -1144,7 +1142,7 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
     if constexpr (kMc) {
       return Swz128(kd3_tile(b), r, q);
     } else {
-      return kd3_tile(b) + r * Tr::kTStride + 8 * (q ^ (r & 7));
+      return Swz128<Tr::kTStride>(kd3_tile(b), r, q);
     }
   };
   auto u3_plane = [&]() -> uint16_t* {

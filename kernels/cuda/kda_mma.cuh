@@ -448,9 +448,10 @@ __device__ __forceinline__ void SplitB3(const float (&x)[4], uint32_t (&hi)[2], 
 // The 16-byte piece q of row r of a record tile (128 rows of 64 BF16) in shared memory, as the
 // TMA's 128-byte swizzle lays it out (piece q at q ^ (r % 8)): the tiles' ldmatrix rows fall in
 // distinct banks without padding. The plain (cp.async) instances store their tiles the same way.
-template <class T>
+// kLd: the row stride in elements where the plain instances pad a tile's rows (64: unpadded).
+template <int kLd = 64, class T>
 __device__ __forceinline__ T* Swz128(T* tile, int r, int q) {
-  return tile + r * 64 + 8 * (q ^ (r & 7));
+  return tile + r * kLd + 8 * (q ^ (r & 7));
 }
 
 // ---- 2-CTA clusters: mbarriers and multicast copies (the state pass, every width) -------------
