@@ -5,9 +5,12 @@
 #                            $OUT_FINAL/NAME.tgz, so a call cut short still returns what finished)
 #   ab_ncu_time DIR "V ..."  each variant's grad-kernel time (ncu gpu__time_duration, locked
 #                            clocks) at bench case 0, skipped once $(ab_el) passes AB_NCU_UNTIL
-#   ab_ncu_kernels DIR "V ..." ["CASES"]   every kernel of one chunked backward per bench case
-#                            (default "0 1 2"): the preparation, the checkpoint pass, the chain,
-#                            the grad kernel and the reduce, by name (kda64/kda65 wrote this out)
+#   ab_ncu_case BIN CASE LOG  every kernel of one chunked backward at bench case CASE of the KDA
+#                            bench BIN (ncu gpu__time_duration; the raw report in LOG): the
+#                            preparation, the checkpoint pass, the chain, the grad kernel and the
+#                            reduce, a "kernel time" line each (tools/gpu/final_build_call.sh too)
+#   ab_ncu_kernels DIR "V ..." ["CASES"]   ab_ncu_case for each variant and case (default
+#                            "0 1 2"), skipped once $(ab_el) passes AB_NCU_UNTIL
 #   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG: the
 #                            count over 1e-4 and 3e-5, the median and the worst two with seeds
 #   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
@@ -40,16 +43,21 @@ ab_ncu_time() {
     echo "ncu $v case 0: $(grep -E 'gpu__time_duration' "$AB_OUT/ncu_${v}_0.txt" | tail -1)"
   done | tee -a "$AB_OUT/ncu_summary.txt"
 }
+ab_ncu_case() {
+  # 36 launches skipped: the bench's warm-up calls; 6 kernels: one backward and the next call's
+  # first. ncu's progress lines name the kernels too, so they go before the pairing.
+  KDA_BENCH_CHUNKED_ONLY=1 KDA_BENCH_CASES=$2 timeout 30 ncu --metrics gpu__time_duration.sum \
+    -k regex:Kda --launch-skip 36 -c 6 "$1" > "$3" 2>&1
+  grep -v '==PROF==' "$3" | grep -E "Kda[A-Za-z]*Kernel|gpu__time_duration" | paste - - |
+    sed -E 's/\(.*gpu__time_duration.sum/ /; s/ +/ /g' | head -6
+}
 ab_ncu_kernels() {
   local dir=$1 v c
   for v in $2; do
     for c in ${3:-0 1 2}; do
       [ "$(ab_el)" -lt "${AB_NCU_UNTIL:-400}" ] || break 2
-      KDA_BENCH_CHUNKED_ONLY=1 KDA_BENCH_CASES=$c timeout 30 ncu --metrics gpu__time_duration.sum \
-        -k regex:Kda --launch-skip 36 -c 6 "$dir/$v/cakegrad_kda_bench" > "$AB_OUT/ncu_${v}_$c.txt" 2>&1
       echo "$v case $c:"
-      grep -E "Kda[A-Za-z]*Kernel|gpu__time_duration" "$AB_OUT/ncu_${v}_$c.txt" | paste - - |
-        sed -E 's/\(.*gpu__time_duration.sum/ /; s/ +/ /g' | grep -v PROF | head -5
+      ab_ncu_case "$dir/$v/cakegrad_kda_bench" "$c" "$AB_OUT/ncu_${v}_$c.txt"
     done
   done | tee -a "$AB_OUT/ncu_summary.txt"
 }

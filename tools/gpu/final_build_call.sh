@@ -14,15 +14,11 @@ OUT=${OUT:-/tmp/out}
 PYTHON_FIRST=1 STEPS=5 SKIP="6 7" FAMILIES="conv1d mhc kda" TORCH_FAMILIES=mhc \
   SANITIZE_FAMILIES="${SANITIZE_FAMILIES:-kda}" timeout 420 bash tools/gpu/run_all_gpu.sh
 echo "== run_all rc=$? at $(el) s"
-B=.carry/gpu/bin/cakegrad_kda_bench
-p=$OUT/prof
-mkdir -p "$p"
+AB_OUT=$OUT/prof
+source tools/gpu/ab_extras.sh  # ab_ncu_case
 for c in 0 1 2; do
   [ "$(el)" -lt 470 ] || break
-  KDA_BENCH_CHUNKED_ONLY=1 KDA_BENCH_CASES=$c timeout 30 ncu --metrics gpu__time_duration.sum \
-    -k regex:Kda --launch-skip 36 -c 6 $B > "$p/ncu_kernels_case$c.txt" 2>&1
   echo "case $c:"
-  grep -E "Kda[A-Za-z]*Kernel|gpu__time_duration" "$p/ncu_kernels_case$c.txt" | paste - - |
-    sed -E 's/\(.*gpu__time_duration.sum/ /; s/ +/ /g' | head -8
+  ab_ncu_case .carry/gpu/bin/cakegrad_kda_bench "$c" "$AB_OUT/ncu_kernels_case$c.txt"
 done
 echo "== done at $(el) s"
