@@ -12,9 +12,10 @@
 // products, per token and head kk 16384 + solve 2731 + W/Uv 32768 + state 65536 FLOP at x3, out
 // 65536 FLOP at the TF32 rate).
 // The "bwd" line times the sequential backward (kda_backward.cu), the "bwd chunked" line the
-// chunked one (kda_chunked_backward.cu, opt-in; mma.sync products) with
-// the same FLOP and byte counts, and compares its outputs with the sequential backward's (rel-L2
-// of the chunked against the sequential, both device results).
+// chunked one (kda_chunked_backward.cu; mma.sync products) with the same FLOP and byte counts,
+// and compares its outputs with the sequential backward's (rel-L2 of the chunked against the
+// sequential, both device results). The "bwd default" line names the one KdaBackwardCuda runs
+// by default at the shape (KdaBackwardAlgorithm::kAuto: chunked from 8 heads on).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -328,6 +329,12 @@ void Run(const Case& c) {
               chunked_floor_ms, fwd / chunked_floor_ms);
   line("bwd", bwd, bwd_flop, bwd_bytes, c.bwd_target_ms);
   line("bwd chunked", bwd_chunked, bwd_flop, bwd_bytes, c.bwd_target_ms);
+  const bool auto_chunked = cakegrad::kernels::ResolveKdaBackwardAlgorithm(
+                                cakegrad::kernels::KdaBackwardAlgorithm::kAuto, c.H) ==
+                            cakegrad::kernels::KdaBackwardAlgorithm::kChunked;
+  std::printf("%-28s bwd default (auto at H = %lld): %s, %.3f ms\n", c.name.c_str(),
+              static_cast<long long>(c.H), auto_chunked ? "chunked" : "sequential",
+              auto_chunked ? bwd_chunked : bwd);
   static const char* const kNames[] = {"dq",    "dk",     "dv",       "dg",
                                        "dbeta", "dA_log", "ddt_bias", "dinit"};
   std::printf("%-28s bwd chunked vs sequential rel-L2:", c.name.c_str());

@@ -462,9 +462,7 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
 }  // namespace kda_cuda
 
 Status KdaBackwardCuda(const KdaBwdParams& p, cudaStream_t stream) {
-  // The chunked backward's dA_log is a strongly cancelling FP32 sum (see KdaBackwardAlgorithm);
-  // the sequential one stays within 6e-7 where the chunked one reached 2.4e-4.
-  if (p.algorithm == KdaBackwardAlgorithm::kChunked) {
+  if (ResolveKdaBackwardAlgorithm(p.algorithm, p.H) == KdaBackwardAlgorithm::kChunked) {
     return kda_cuda::KdaBackwardChunkedCuda(p, stream);
   }
   return kda_cuda::KdaBackwardSequentialCuda(p, stream);

@@ -39,6 +39,14 @@ absl::Status ClearStaleSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<kernels::KdaBackwardAlgorithm> ParseKdaBackward(const std::string& name) {
+  if (name == "auto") return kernels::KdaBackwardAlgorithm::kAuto;
+  if (name == "sequential") return kernels::KdaBackwardAlgorithm::kSequential;
+  if (name == "chunked") return kernels::KdaBackwardAlgorithm::kChunked;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--kda_backward must be auto, sequential or chunked, got \"", name, "\""));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
@@ -97,10 +105,8 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     // The shapes named for capture are shapes to serve: the workspace fits them too.
     planned_workspace = std::max(planned_workspace, capture->workspace_bytes);
   }
-  if (options.kda_backward != "sequential" && options.kda_backward != "chunked") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--kda_backward must be sequential or chunked, got \"", options.kda_backward, "\""));
-  }
+  ASSIGN_OR_RETURN(const kernels::KdaBackwardAlgorithm kda_backward,
+                   ParseKdaBackward(options.kda_backward));
   const std::string& choice = options.backend;
   if (choice == "host" || (choice == "auto" && !CudaDevicePresent())) {
     backend_ = MakeHostBackend();
@@ -109,7 +115,7 @@ absl::Status Daemon::Assemble(const DaemonOptions& options) {
     cuda.workspace_bytes = std::max(options.workspace_bytes, planned_workspace);
     cuda.graph_cache_size = options.cuda_graphs;
     cuda.max_event_slots = options.max_event_slots;
-    cuda.kernels.kda_chunked_backward = options.kda_backward == "chunked";
+    cuda.kernels.kda_backward = kda_backward;
     ASSIGN_OR_RETURN(backend_, MakeCudaBackend(cuda));
   } else {
     return absl::InvalidArgumentError(

@@ -27,12 +27,12 @@ struct DaemonOptions {
   uint64_t max_region_bytes = 1ull << 40;
   uint64_t max_queue_depth = 1024;
   int64_t workspace_bytes = 256ll << 20;
-  std::string workspace_for;      // largest shapes to serve (launch/workspace_plan.h)
-  uint64_t cuda_graphs = 0;       // graph cache entries per GPU; 0: eager launches
-  std::string capture_at_start;   // shapes to capture before SERVING (daemon/capture_plan.h)
-  uint64_t max_event_slots = 64;  // EVENT completion ring per session
-  std::string kda_backward = "sequential";  // sequential | chunked (cuda backend's kernels)
-  int metrics_port = 0;                     // 0: no metrics endpoint
+  std::string workspace_for;          // largest shapes to serve (launch/workspace_plan.h)
+  uint64_t cuda_graphs = 0;           // graph cache entries per GPU; 0: eager launches
+  std::string capture_at_start;       // shapes to capture before SERVING (daemon/capture_plan.h)
+  uint64_t max_event_slots = 64;      // EVENT completion ring per session
+  std::string kda_backward = "auto";  // auto | sequential | chunked (cuda backend's kernels)
+  int metrics_port = 0;               // 0: no metrics endpoint
   std::string metrics_address = "127.0.0.1";
 };
 

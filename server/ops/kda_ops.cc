@@ -129,8 +129,7 @@ k::Status LaunchBackward(const BoundCall& call, const LaunchContext& ctx) {
   p.dA_log = call.ptr<float>("da_log");
   p.ddt_bias = call.ptr<float>("ddt_bias");
   p.dinitial_state = call.ptr<float>("dinitial_state");
-  p.algorithm = ctx.choices.kda_chunked_backward ? k::KdaBackwardAlgorithm::kChunked
-                                                 : k::KdaBackwardAlgorithm::kSequential;
+  p.algorithm = ctx.choices.kda_backward;
   if (ctx.cuda) return KDA_CUDA(KdaBackwardCuda, p, ctx);
   return k::KdaBackwardReference(p);
 }

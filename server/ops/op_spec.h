@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "cakegrad/kernels/kda.h"
 #include "cakegrad/kernels/status.h"
 #include "cakegrad/kernels/tensor.h"
 #include "google/protobuf/message.h"
@@ -89,7 +90,7 @@ struct BoundCall {
 // What the backend hands an operator's launch function.
 // Daemon-wide choices between kernels that meet the same contract (--kda_backward).
 struct KernelChoices {
-  bool kda_chunked_backward = false;
+  kernels::KdaBackwardAlgorithm kda_backward = kernels::KdaBackwardAlgorithm::kAuto;
 };
 
 struct LaunchContext {

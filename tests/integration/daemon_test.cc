@@ -454,7 +454,8 @@ TEST(DaemonFlags, UnknownKdaBackwardStopsTheDaemonAtStart) {
   std::ifstream log(daemon.log_path());
   std::stringstream text;
   text << log.rdbuf();
-  EXPECT_THAT(text.str(), HasSubstr("--kda_backward must be sequential or chunked, got \"fast\""));
+  EXPECT_THAT(text.str(),
+              HasSubstr("--kda_backward must be auto, sequential or chunked, got \"fast\""));
   DaemonProcess chunked;  // accepted on any backend (the host backend has one algorithm)
   EXPECT_TRUE(chunked.Start({"--kda_backward=chunked"}).ok()) << "see " << chunked.log_path();
 }

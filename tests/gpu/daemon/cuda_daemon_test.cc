@@ -60,7 +60,7 @@ class CudaDaemonTest : public ::testing::TestWithParam<int> {
     EXPECT_TRUE(x == y) << what << " differs between the daemon and the library";
   }
 
-  void CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algorithm);
+  void CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algorithm, int64_t H);
 
   DaemonProcess daemon_;
   std::unique_ptr<Client> client_;
@@ -309,10 +309,10 @@ TEST_P(CudaDaemonTest, MhcServedBitwiseEqualToTheLibrary) {
   ExpectSame(served, dbase[0], direct, dbase[1], "dbase");
 }
 
-// KDA forward and backward served by `client`'s daemon (whose --kda_backward picked
-// `algorithm`) equal the library's bits.
-void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algorithm) {
-  const int64_t T = 2048, H = 4, N = 5;
+// KDA forward and backward served by `client`'s daemon at H heads equal the library's bits with
+// `algorithm` (the one the daemon's --kda_backward should pick at H).
+void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algorithm, int64_t H) {
+  const int64_t T = 2048, N = 5;
   const std::vector<int64_t> cuts = {0, 1, 1, 700, 1500, T};  // 1-token and empty documents
   const int64_t tok = T * H * 128;
   DeviceArena served(1ull << 30), direct(1ull << 30);
@@ -416,8 +416,14 @@ void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algo
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
 }
 
+// The default --kda_backward=auto: sequential kernels below 8 heads, chunked from 8 on (the two
+// differ in the last bits, so each check fails if the daemon picked the other).
 TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
-  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential);
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential, /*H=*/4);
+}
+
+TEST_P(CudaDaemonTest, KdaAutoServesTheChunkedBackwardFromEightHeads) {
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kChunked, /*H=*/8);
 }
 
 // --kda_backward=chunked reaches the kernels: the served gradients are the chunked kernels' bits
@@ -431,7 +437,7 @@ TEST_P(CudaDaemonTest, KdaChunkedBackwardServedWhenTheDaemonIsAskedTo) {
       << "see " << chunked.log_path();
   auto client = Client::Connect(chunked.address(), "cuda-daemon-test-chunked");
   ASSERT_TRUE(client.ok()) << client.status();
-  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kChunked);
+  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kChunked, /*H=*/4);
 }
 
 TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {

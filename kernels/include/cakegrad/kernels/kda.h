@@ -45,12 +45,24 @@ struct KdaFwdParams {
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
-// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.7x-8.4x faster on the H200. Its
-// dA_log misses SPEC's 1e-4 on ~0.75% of random draws of two 65-token sequences at H = 1 (3 of
-// 400; ~3-5% before its checkpoint states and gate sums became about FP32-exact), where the
-// sequential one misses none of the same draws (bench/results/kda_h200.md, twentieth session),
-// so it is opt-in.
-enum class KdaBackwardAlgorithm { kSequential, kChunked };
+// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.7x-8.4x faster on the H200 and
+// meets SPEC on every output but one: dA_log, an [H] vector, is a strongly cancelling FP32 sum
+// per head, and the chunked form's per-head error is ~20x the sequential one's. rel-L2 is taken
+// over the H heads, which must all cancel at once to miss; measured with both backwards on the
+// same random draws (bench/results/kda_h200.md, twenty-first session), chunked dA_log over 1e-4:
+// H = 1 3 of 600, H = 2 0 of 1200 (but 2 over 7e-5), H = 4 0 of 1000 (1 over 3e-5 at T = 65, 1%
+// over 3e-5 at T = 63); the sequential one none. kAuto therefore takes the chunked kernels from
+// kKdaChunkedBackwardMinHeads heads on and the sequential ones below.
+enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
+
+constexpr int64_t kKdaChunkedBackwardMinHeads = 8;
+
+// The kernels a call with `H` heads runs (kAuto resolved; the others as asked).
+constexpr KdaBackwardAlgorithm ResolveKdaBackwardAlgorithm(KdaBackwardAlgorithm asked, int64_t H) {
+  if (asked != KdaBackwardAlgorithm::kAuto) return asked;
+  return H >= kKdaChunkedBackwardMinHeads ? KdaBackwardAlgorithm::kChunked
+                                          : KdaBackwardAlgorithm::kSequential;
+}
 
 struct KdaBwdParams {
   const uint16_t* q = nullptr;           // BF16 [B, T, H, 128]
@@ -82,7 +94,7 @@ struct KdaBwdParams {
   float scale = kKdaDefaultScale;             // output scale, > 0
   float lower_bound = kKdaDefaultLowerBound;  // gate lower bound, in [-5, 0)
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
-  KdaBackwardAlgorithm algorithm = KdaBackwardAlgorithm::kSequential;  // CUDA only
+  KdaBackwardAlgorithm algorithm = KdaBackwardAlgorithm::kAuto;  // CUDA only
 };
 
 // Bytes of scratch the CUDA forward / backward need for these shapes (num_docs as in the params:
