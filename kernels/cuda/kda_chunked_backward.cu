@@ -493,7 +493,7 @@ constexpr int kLdG = kDim + 4;    // the cumulative gates (floats)
 constexpr int kLdC = kChunk + 8;  // FP32 [64][64] arrays (floats; rows stay 16-byte aligned)
 
 struct GradSmem {
-  float G[kChunk][kLdG];       // cumulative log-gates (bitwise as the forward's preparation)
+  float G[kChunk][kLdG];       // cumulative log-gates: sub-chunk references and offsets (GRef)
   uint16_t k[kChunk][kLdH];    // raw keys (0 for padding): kh = k rk
   uint16_t q[kChunk][kLdH];    // raw queries
   uint16_t d_o[kChunk][kLdH];  // raw dO
@@ -552,6 +552,36 @@ __device__ __forceinline__ float KhAt(const GradSmem& sm, int t, int k) {
 }
 __device__ __forceinline__ float QhAt(const GradSmem& sm, int t, int k) {
   return Bf16(sm.q[t][k]) * sm.rq[t];
+}
+
+// The cumulative log-gates G_t (nats) as references at the 16-token sub-chunk starts plus FP32
+// offsets: row 16 J of sm.G holds r_J = G_{16 J}, the other rows t of sub-chunk J hold G_t - r_J.
+// A decay exp(G_a - G_b) then has an argument as accurate as its own size: G_t reaches ~-300 over
+// a chunk, and in one FP32 array each G_t carried ~2e-5 of rounding into every difference, even
+// between neighbouring tokens; dA_log's cancellation amplified it (host emulator, single-chunk
+// documents: dA_log 3.2e-5 -> 2.9e-6, bench/results/kda_h200.md, twenty-first session).
+__device__ __forceinline__ float GRef(const GradSmem& sm, int t, int k) { return sm.G[t & ~15][k]; }
+__device__ __forceinline__ float GOff(const GradSmem& sm, int t, int k) {
+  return (t & 15) != 0 ? sm.G[t][k] : 0.f;
+}
+// G_t itself, for the decays from the chunk start (as accurate as an FP32 G_t: enough there).
+__device__ __forceinline__ float GAt(const GradSmem& sm, int t, int k) {
+  return GRef(sm, t, k) + GOff(sm, t, k);
+}
+// G_t for token t = tq + 4 j of a thread's column (tq < kTq = 4, j unrolled): its sub-chunk
+// is j / 4, a start only where j % 4 == 0 and tq == 0. Spelled out so that the four references'
+// loads are shared by the unrolled j (with t & ~15 the compiler loaded one per j, and the
+// per-token phases spilled).
+__device__ __forceinline__ float GOffTok(const GradSmem& sm, int tq, int j, int k) {
+  return (j & 3) != 0 || tq != 0 ? sm.G[tq + 4 * j][k] : 0.f;
+}
+__device__ __forceinline__ float GAtTok(const GradSmem& sm, int tq, int j, int k) {
+  return sm.G[16 * (j >> 2)][k] + GOffTok(sm, tq, j, k);
+}
+// G_63 - G_t for the same t (the decay to the chunk end).
+__device__ __forceinline__ float GToEndTok(const GradSmem& sm, int tq, int j, int k) {
+  return (sm.G[kChunk - 16][k] - sm.G[16 * (j >> 2)][k]) +
+         (sm.G[kChunk - 1][k] - GOffTok(sm, tq, j, k));
 }
 
 // U is staged in three BF16 parts (Split3Pair, as LoadASplit3 would split it for dKdec and dM):
@@ -641,14 +671,21 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
   __syncthreads();
   if (tid < kDim) {
-    // In FP64, each G rounded once, as the checkpoint preparation sums them: an FP32 running sum
-    // drifts by ~1e-5 over the chunk, and every decay exp(G_a - G_b) inherits it as relative
-    // error, which dA_log's cancellation amplifies (host emulator, bench/results/kda_h200.md).
+    // Summed in FP64 (an FP32 running sum drifts by ~1e-5 over the chunk, and every decay inherits
+    // it as relative error), stored as GRef describes: each reference rounded to FP32 and the sum
+    // continued from it, so that the offsets are exact differences from the stored reference.
     double acc = 0.0;
-#pragma unroll 8
+    float ref = 0.f;
+#pragma unroll 16
     for (int t = 0; t < kChunk; ++t) {
       acc += sm.G[t][tid];
-      sm.G[t][tid] = static_cast<float>(acc);
+      if ((t & 15) == 0) {
+        ref = static_cast<float>(acc);
+        acc = ref;
+        sm.G[t][tid] = ref;
+      } else {
+        sm.G[t][tid] = static_cast<float>(acc - ref);
+      }
     }
   }
   __syncthreads();  // cumulative gates complete
@@ -759,7 +796,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     }
     zs += __shfl_xor_sync(0xffffffffu, zs, 1);
     zs += __shfl_xor_sync(0xffffffffu, zs, 2);
-    if ((lane & 3) == 0) sm.z[n0 + fr] = expf(sm.G[kChunk - 1][n0 + fr]) * zs;
+    if ((lane & 3) == 0) sm.z[n0 + fr] = expf(GAt(sm, kChunk - 1, n0 + fr)) * zs;
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
       *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(cq[m][0], cq[m][1]);
@@ -769,7 +806,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int t = tq + 4 * j;
-      const float gam = expf(sm.G[t][kc]);
+      const float gam = expf(GAtTok(sm, tq, j, kc));
       const float dqg = scale * sm.bufw[t][kc];
       dqh[j] = gam * dqg;
       X[j] = (QhAt(sm, t, kc) * gam) * dqg;  // Q Gam d(Q Gam): a factor exp(G)
@@ -809,7 +846,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int t = tq + 4 * j;
-      const float dec = expf(sm.G[kChunk - 1][kc] - sm.G[t][kc]);
+      const float dec = expf(GToEndTok(sm, tq, j, kc));
       const float dkd = sm.bufw[t][kc];
       dkh[j] = dec * dkd;
       Y[j] = (KhAt(sm, t, kc) * dec) * dkd;
@@ -1049,10 +1086,12 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
   for (int j = 0; j < kJ; ++j) {
     const int t = tq + 4 * j;
-    const float gam = expf(sm.G[t][kc]);
+    const float gam = expf(GAtTok(sm, tq, j, kc));
     const float dkb = sm.bufw[t][kc];
+    const float khg = KhAt(sm, t, kc) * gam;
     dkh[j] = fmaf(sm.bt[t] * gam, dkb, dkh[j]);
-    X[j] = fmaf(sm.bt[t] * (KhAt(sm, t, kc) * gam), dkb, X[j]);
+    X[j] = fmaf(sm.bt[t] * khg, dkb, X[j]);
+    sm.bufw[t][kc] = khg * dkb;  // dbeta's kh Gam dKb term (dKb is dead after dbeta)
     if (t < len) a.dv[((t0 + t) * H + h) * kDim + kc] = ToBf16(sm.bt[t] * sm.bufu[t][kc]);
   }
   // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token. The
@@ -1077,7 +1116,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       for (int c = 0; c < kDim / 32; ++c) {
         const int col = lane + 32 * c;
         s = fmaf(sm.bufu[t][col], vv[j][c], s);
-        s = fmaf(sm.bufw[t][col], KhAt(sm, t, col) * expf(sm.G[t][col]), s);
+        s += sm.bufw[t][col];
       }
       for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
       s = WarpSum(s);
@@ -1163,16 +1202,17 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 1
     for (int J = 0; J < kChunk / 16; ++J) {
       const int m0 = 16 * J;
-      const float rj = sm.G[m0][kch];
       float ra[4] = {0.f, 0.f, 0.f, 0.f}, rm[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 1
       for (int i0 = 0; i0 < m0 + 16; i0 += 16) {
+        const float rdiff = sm.G[m0][kch] - sm.G[i0][kch];  // r_J - r_J'
         uint32_t bh[2], bm[2], bl[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int i = i0 + q2 + 8 * r;
-          const float x0 = KhAt(sm, i, kch) * DecayExp(rj - sm.G[i][kch]);
-          const float x1 = KhAt(sm, i + 1, kch) * DecayExp(rj - sm.G[i + 1][kch]);
+          const float x0 = KhAt(sm, i, kch) * DecayExp(rdiff - GOff(sm, i, kch));
+          // (i + 1 is odd: never a sub-chunk start, so its row is an offset)
+          const float x1 = KhAt(sm, i + 1, kch) * DecayExp(rdiff - sm.G[i + 1][kch]);
           Split3Pair(x0, x1, &bh[r], &bm[r], &bl[r]);
         }
         uint32_t ah[4], am[4], al[4];
@@ -1184,7 +1224,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
-        const float f = DecayExp(sm.G[t][k] - sm.G[m0][k]);  // exp(G_t - r_J)
+        const float f = DecayExp(GOff(sm, t, k));  // exp(G_t - r_J)
         sm.bufw[t][k] = f * ra[e];
         sm.bufu[t][k] = f * rm[e];
       }
@@ -1209,12 +1249,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 1
     for (int Jc = 0; Jc < kChunk / 16; ++Jc) {
       const int i0 = 16 * Jc;
-      const float rj = sm.G[i0][kch];
       uint32_t kh3[3][2], qh3[3][2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int i = i0 + q2 + 8 * r;
-        const float f0 = DecayExp(sm.G[i][kch] - rj), f1 = DecayExp(sm.G[i + 1][kch] - rj);
+        const float f0 = DecayExp(GOff(sm, i, kch)), f1 = DecayExp(sm.G[i + 1][kch]);  // i + 1 odd
         Split3Pair(sm.bt[i] * (KhAt(sm, i, kch) * f0), sm.bt[i + 1] * (KhAt(sm, i + 1, kch) * f1),
                    &kh3[0][r], &kh3[1][r], &kh3[2][r]);
         Split3Pair(QhAt(sm, i, kch) * f0, QhAt(sm, i + 1, kch) * f1, &qh3[0][r], &qh3[1][r],
@@ -1233,7 +1272,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         for (int e = 0; e < 4; ++e) {
           const int t = m0 + g + 8 * (e >> 1), k = n0 + q2 + (e & 1);
           const float prev = J == Jc ? 0.f : sm.bufw[t][k];
-          sm.bufw[t][k] = fmaf(DecayExp(sm.G[i0][k] - sm.G[t][k]), sp[e], prev);  // exp(r_J' - G_t)
+          // exp(r_J' - G_t) = exp((r_J' - r_J) - (G_t - r_J))
+          const float dec = DecayExp((sm.G[i0][k] - sm.G[m0][k]) - GOff(sm, t, k));
+          sm.bufw[t][k] = fmaf(dec, sp[e], prev);
         }
       }
     }
