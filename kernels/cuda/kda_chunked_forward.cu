@@ -106,7 +106,11 @@ struct PrepSmem {
       uint16_t rhs[2][kChunk][PrepTraits::kTStride];   // 64 columns of the right-hand side, ^T
       uint16_t tinv[2][kChunk][PrepTraits::kTStride];  // Tinv split: clear of s.tinv, s.r dead
     } w;
-    float kdt[kDim][PrepTraits::kKdTStride];  // Kdec^T staging
+    float kdt[kDim][PrepTraits::kKdTStride];    // Kdec^T staging
+    struct {                                    // the checkpoint instance's gate sums
+      float kdt[kDim][PrepTraits::kKdTStride];  // (the staging, holding the sums' rounding errors)
+      double seg[4][kDim];                      // per channel, the sums of its 4 16-token segments
+    } scan;
     unsigned char v_stage_end[PrepTraits::kVStageOffset + kChunk * kDim * 2];
   } u;
   float rk[kChunk], rq[kChunk], bt[kChunk];  // 1 / |k|, 1 / |q|, sigmoid(beta); 0 for padding
@@ -614,17 +618,37 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
   __syncthreads();
-  if (tid < kDim) {
-    // The checkpoint instance sums in FP64 and rounds each G once, as the backward's per-chunk
-    // pass does: an FP32 running sum over 64 gates of up to -7.2 (log2 units) drifts by ~1e-5,
-    // which every decay inherits, and dA_log on short documents with it (host emulator,
-    // bench/results/kda_h200.md, seventeenth and twentieth sessions).
-    using Acc = std::conditional_t<kCheckpoint, double, float>;
-    Acc acc = 0;
+  if constexpr (kCheckpoint) {
+    // In FP64, each G rounded once, as the backward's per-chunk pass does: an FP32 running sum
+    // over 64 gates of up to -7.2 (log2 units) drifts by ~1e-5, which every decay inherits, and
+    // dA_log on short documents with it (host emulator, bench/results/kda_h200.md, seventeenth and
+    // twentieth sessions). Each sum's rounding error (FP32) goes to its channel's row of the
+    // Kdec^T staging, the end's to the row's padding too, for Kdec's decays below. As a scan over
+    // four 16-token segments (a thread each), 2 x 16 dependent steps: the 64-step loop with the
+    // errors' conversions and stores made the preparation 9% slower (H200, kda68).
+    static_assert(kThreads == 4 * kDim && kChunk == 64, "4 segments of 16 tokens per channel");
+    const int k = tid % kDim, seg = tid / kDim, t0 = 16 * seg;
+    double part = 0.0;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) part += sm.G[t0 + i][k];
+    sm.u.scan.seg[seg][k] = part;
+    __syncthreads();
+    double acc = 0.0;
+    for (int j = 0; j < seg; ++j) acc += sm.u.scan.seg[j][k];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      acc += sm.G[t0 + i][k];
+      const float g = static_cast<float>(acc);
+      sm.G[t0 + i][k] = g;
+      sm.u.kdt[k][t0 + i] = static_cast<float>(acc - g);
+    }
+    if (seg == 3) sm.u.kdt[k][kChunk] = sm.u.kdt[k][kChunk - 1];
+  } else if (tid < kDim) {
+    float acc = 0.f;
 #pragma unroll 8
     for (int t = 0; t < kChunk; ++t) {
       acc += sm.G[t][tid];
-      sm.G[t][tid] = static_cast<float>(acc);
+      sm.G[t][tid] = acc;
     }
   }
   __syncthreads();
@@ -654,10 +678,26 @@ __global__ void __launch_bounds__(kThreads, 2)
     // Rows of kdt are 66 words apart: lanes 16 apart would share a bank at the same token
     // (2-way); the upper half-warp takes the next token instead (a rotation of the token loop).
     const int rot = (k >> 4) & 1;
+    // The checkpoint instance's decays exp2(G_63 - G_t) from the FP64 sums (the FP32 difference
+    // plus that of the rounding errors): G_t reaches ~-400 over a chunk, and the difference of two
+    // rounded sums carried ~3e-5 into Kdec, which the checkpoint state pass turned into S0 error
+    // and dA_log's cancellation amplified on short documents (host emulator,
+    // bench/results/kda_h200.md, twentieth and twenty-first sessions).
+    static_assert(PrepTraits::kKdTStride > kChunk, "the end's rounding error in the padding");
+    if constexpr (kCheckpoint) {
+      const float gl_err = sm.u.kdt[k][kChunk];
 #pragma unroll 8
-    for (int t0 = tid / kDim; t0 < kChunk; t0 += kThreads / kDim) {
-      const int t = (t0 + rot) % kChunk;
-      sm.u.kdt[k][t] = Kh(sm, t, k) * Decay2(gl - sm.G[t][k]);
+      for (int t0 = tid / kDim; t0 < kChunk; t0 += kThreads / kDim) {
+        const int t = (t0 + rot) % kChunk;
+        const float d = (gl - sm.G[t][k]) + (gl_err - sm.u.kdt[k][t]);
+        sm.u.kdt[k][t] = Kh(sm, t, k) * Decay2(d);
+      }
+    } else {
+#pragma unroll 8
+      for (int t0 = tid / kDim; t0 < kChunk; t0 += kThreads / kDim) {
+        const int t = (t0 + rot) % kChunk;
+        sm.u.kdt[k][t] = Kh(sm, t, k) * Decay2(gl - sm.G[t][k]);
+      }
     }
     if (tid < kDim) gamc[tid] = Decay2(sm.G[kChunk - 1][tid]);
     __syncthreads();
