@@ -12,12 +12,10 @@ namespace {
 
 using A = KdaBackwardAlgorithm;
 
-TEST(KdaBackwardChoice, AutoIsTheDefaultAndPicksChunkedFromEightHeads) {
+TEST(KdaBackwardChoice, AutoIsTheDefaultAndPicksChunkedFromTwoHeads) {
   EXPECT_EQ(KdaBwdParams{}.algorithm, A::kAuto);
-  for (int64_t H : {1, 2, 4, 7}) {
-    EXPECT_EQ(ResolveKdaBackwardAlgorithm(A::kAuto, H), A::kSequential) << "H = " << H;
-  }
-  for (int64_t H : {8, 16, 32, 64}) {
+  EXPECT_EQ(ResolveKdaBackwardAlgorithm(A::kAuto, 1), A::kSequential);
+  for (int64_t H : {2, 3, 4, 8, 16, 32, 64}) {
     EXPECT_EQ(ResolveKdaBackwardAlgorithm(A::kAuto, H), A::kChunked) << "H = " << H;
   }
 }

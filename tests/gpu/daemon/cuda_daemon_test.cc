@@ -416,28 +416,28 @@ void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algo
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
 }
 
-// The default --kda_backward=auto: sequential kernels below 8 heads, chunked from 8 on (the two
+// The default --kda_backward=auto: chunked kernels from 2 heads on, sequential for one (the two
 // differ in the last bits, so each check fails if the daemon picked the other).
 TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
-  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential, /*H=*/4);
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kChunked, /*H=*/4);
 }
 
-TEST_P(CudaDaemonTest, KdaAutoServesTheChunkedBackwardFromEightHeads) {
-  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kChunked, /*H=*/8);
+TEST_P(CudaDaemonTest, KdaAutoServesTheSequentialBackwardForOneHead) {
+  CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kSequential, /*H=*/1);
 }
 
-// --kda_backward=chunked reaches the kernels: the served gradients are the chunked kernels' bits
-// (which differ from the sequential ones in the last bits, so a daemon ignoring the flag fails).
-TEST_P(CudaDaemonTest, KdaChunkedBackwardServedWhenTheDaemonIsAskedTo) {
-  DaemonProcess chunked;
-  ASSERT_TRUE(chunked
+// --kda_backward=sequential reaches the kernels: at 4 heads, where auto would take the chunked
+// ones, the served gradients are the sequential kernels' bits.
+TEST_P(CudaDaemonTest, KdaSequentialBackwardServedWhenTheDaemonIsAskedTo) {
+  DaemonProcess sequential;
+  ASSERT_TRUE(sequential
                   .Start({"--backend=cuda", "--cuda_graphs=" + std::to_string(GetParam()),
-                          "--kda_backward=chunked"})
+                          "--kda_backward=sequential"})
                   .ok())
-      << "see " << chunked.log_path();
-  auto client = Client::Connect(chunked.address(), "cuda-daemon-test-chunked");
+      << "see " << sequential.log_path();
+  auto client = Client::Connect(sequential.address(), "cuda-daemon-test-sequential");
   ASSERT_TRUE(client.ok()) << client.status();
-  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kChunked, /*H=*/4);
+  CheckKdaServed(**client, k::KdaBackwardAlgorithm::kSequential, /*H=*/4);
 }
 
 TEST_P(CudaDaemonTest, EventCompletionOrdersBehindTheClientsSlowProducer) {

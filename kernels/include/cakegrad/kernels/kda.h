@@ -47,15 +47,15 @@ struct KdaFwdParams {
 
 // Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.7x-8.4x faster on the H200 and
 // meets SPEC on every output but one: dA_log, an [H] vector, is a strongly cancelling FP32 sum
-// per head, and the chunked form's per-head error is ~20x the sequential one's. rel-L2 is taken
-// over the H heads, which must all cancel at once to miss; measured with both backwards on the
-// same random draws (bench/results/kda_h200.md, twenty-first session), chunked dA_log over 1e-4:
-// H = 1 3 of 600, H = 2 0 of 1200 (but 2 over 7e-5), H = 4 0 of 1000 (1 over 3e-5 at T = 65, 1%
-// over 3e-5 at T = 63); the sequential one none. kAuto therefore takes the chunked kernels from
-// kKdaChunkedBackwardMinHeads heads on and the sequential ones below.
+// per head, and the chunked form's per-head error is a few times the sequential one's. rel-L2 is
+// taken over the H heads, which must all cancel at once to miss. Measured with both backwards on
+// the same random draws (bench/results/kda_h200.md, twenty-first session, after the chunked
+// form's log-gate fixes), chunked dA_log at B = 2, T = 65: H = 1 over 1e-4 on 2 of 400 draws
+// (the sequential one on none); H = 2 and H = 4 on none, the worst 9.4e-6 of 600 and 1.1e-5 of
+// 1050. kAuto therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads heads on.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
 
-constexpr int64_t kKdaChunkedBackwardMinHeads = 8;
+constexpr int64_t kKdaChunkedBackwardMinHeads = 2;
 
 // The kernels a call with `H` heads runs (kAuto resolved; the others as asked).
 constexpr KdaBackwardAlgorithm ResolveKdaBackwardAlgorithm(KdaBackwardAlgorithm asked, int64_t H) {
