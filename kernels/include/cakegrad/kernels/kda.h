@@ -50,9 +50,10 @@ struct KdaFwdParams {
 // per head, and the chunked form's per-head error is a few times the sequential one's. rel-L2 is
 // taken over the H heads, which must all cancel at once to miss. Measured with both backwards on
 // the same random draws (bench/results/kda_h200.md, twenty-first session, after the chunked
-// form's log-gate fixes), chunked dA_log at B = 2, T = 65: H = 1 over 1e-4 on 2 of 400 draws
-// (the sequential one on none); H = 2 and H = 4 on none, the worst 9.4e-6 of 600 and 1.1e-5 of
-// 1050. kAuto therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads heads on.
+// form's log-gate fixes), chunked dA_log at B = 2, T = 63 / 65: H = 1 over 1e-4 on 2 of 400
+// draws (the sequential one on none); H = 2 and H = 4 on none, the worst 3.7e-5 of 1800 and
+// 1.1e-5 of 1050. kAuto therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads
+// heads on.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
 
 constexpr int64_t kKdaChunkedBackwardMinHeads = 2;
