@@ -17,6 +17,15 @@
 #                            for both builds at each TAG, all in parallel; per TAG the counts
 #                            over 1e-4 and 3e-5, the medians, the draws CAND does better on and
 #                            the worst four (the eighteenth session's kda50-53 wrote this out)
+#   ab_tails_start DIR "BASE CAND" TAG N PROCS SEED   in the background: PROCS processes per build
+#                            of N draws of TAG each, process p seeded SEED + 100000 p (both builds
+#                            the same draws); after `wait`, ab_tails_summary "BASE CAND" "TAG ..."
+#                            pairs them per TAG: counts over 1e-4, 3e-5 and 1e-5, the medians, the
+#                            draws CAND does better on, the worst two of each
+#   ab_pair_sequential BIN TAG SEED N   one process: N draws of TAG by the KDA test binary BIN with
+#                            KDA_PAIR_SEQUENTIAL=1 (the chunked and the sequential backward on the
+#                            same inputs), "seed chunked sequential" lines to pairs/pairs_TAG_SEED;
+#                            after `wait`, ab_pair_summary "TAG ..." counts and worst draws per TAG
 export PATH=$PATH:/usr/local/cuda/bin
 AB_OUT=${AB_OUT:-${OUT:-/tmp/out}}
 mkdir -p "$AB_OUT"
@@ -93,4 +102,53 @@ ab_paired_tails() {
     for v in 2 3; do echo "  col $v median $(ab_median "$AB_OUT/paired_$tag.txt" $v)"; done
     sort -k2 -g "$AB_OUT/paired_$tag.txt" | tail -4
   done | tee -a "$AB_OUT/tail_summary.txt"
+}
+ab_tails_start() {
+  local dir=$1 pair=$2 tag=$3 n=$4 procs=$5 seed=$6 v p
+  for v in $pair; do
+    for p in $(seq 0 $((procs - 1))); do
+      KDA_TEST_SEED_BASE=$((seed + p * 100000)) timeout "${AB_TAIL_TIMEOUT:-200}" \
+        "$dir/$v/cakegrad_gpu_kda_tests" \
+        --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag" \
+        --gtest_repeat="$n" 2>&1 | ab_draws > "$AB_OUT/tail_${v}_${tag}_$p.txt" &
+    done
+  done
+}
+ab_tails_summary() {
+  local b c tag v
+  read -r b c <<< "$1"
+  for tag in $2; do
+    cat "$AB_OUT"/tail_${b}_${tag}_*.txt | sort > "$AB_OUT/b.txt"
+    cat "$AB_OUT"/tail_${c}_${tag}_*.txt | sort > "$AB_OUT/c.txt"
+    join "$AB_OUT/b.txt" "$AB_OUT/c.txt" > "$AB_OUT/paired_$tag.txt"
+    awk -v t="$tag" -v b="$b" -v c="$c" '{n++; b4+=($2>1e-4); c4+=($3>1e-4); b3+=($2>3e-5); c3+=($3>3e-5);
+        b1+=($2>1e-5); c1+=($3>1e-5); if ($3<$2) w++}
+      END {print t": "n" paired draws; over 1e-4 "b" "b4" "c" "c4"; over 3e-5 "b" "b3" "c" "c3"; over 1e-5 "b" "b1" "c" "c1"; "c" lower on "w}' \
+      "$AB_OUT/paired_$tag.txt"
+    for v in 2 3; do echo "  col $v median $(ab_median "$AB_OUT/paired_$tag.txt" $v)"; done
+    sort -k2 -g "$AB_OUT/paired_$tag.txt" | tail -2 | sed "s/^/  worst $b: /"
+    sort -k3 -g "$AB_OUT/paired_$tag.txt" | tail -2 | sed "s/^/  worst $c: /"
+  done | tee "$AB_OUT/tail_summary.txt"
+  rm -f "$AB_OUT"/tail_*_*_[0-9].txt "$AB_OUT/b.txt" "$AB_OUT/c.txt"
+}
+ab_pair_sequential() {
+  local bin=$1 tag=$2 seed=$3 n=$4 log
+  mkdir -p "$AB_OUT/pairs"
+  log=$AB_OUT/pairs/log_${tag}_$seed.txt
+  KDA_PAIR_SEQUENTIAL=1 KDA_TEST_SEED_BASE=$seed timeout "${AB_TAIL_TIMEOUT:-300}" "$bin" \
+    --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag" \
+    --gtest_repeat="$n" > "$log" 2>&1
+  awk '/^\[ seed \]/ {seed=$4} $7=="dA_log" {v[$3]=$9; if ($3=="sequential") print seed, v["chunked"], v["sequential"]}' \
+    "$log" > "$AB_OUT/pairs/pairs_${tag}_$seed.txt"
+}
+ab_pair_summary() {
+  local tag
+  for tag in $1; do
+    cat "$AB_OUT"/pairs/pairs_${tag}_*.txt > "$AB_OUT/pairs/all_$tag.txt"
+    awk -v t="$tag" '{n++; c+=($2>1e-4); s+=($3>1e-4); c3+=($2>3e-5); s3+=($3>3e-5); c1+=($2>1e-5); s1+=($3>1e-5)}
+      END {print t": "n" draws; over 1e-4 chunked "c" sequential "s"; over 3e-5 chunked "c3" sequential "s3"; over 1e-5 chunked "c1" sequential "s1}' \
+      "$AB_OUT/pairs/all_$tag.txt"
+    sort -k2 -g "$AB_OUT/pairs/all_$tag.txt" | tail -2 | sed 's/^/  worst chunked: /'
+  done | tee "$AB_OUT/pairs/summary.txt"
+  grep -h "FAILED\|Failure" "$AB_OUT"/pairs/log_*.txt | sort | uniq -c | head
 }
