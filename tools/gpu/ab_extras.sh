@@ -22,6 +22,10 @@
 #                            the same draws); after `wait`, ab_tails_summary "BASE CAND" "TAG ..."
 #                            pairs them per TAG: counts over 1e-4, 3e-5 and 1e-5, the medians, the
 #                            draws CAND does better on, the worst two of each
+#   ab_kda_gate DIR "BASE CAND" ROUNDS   tools/gpu/ab_bench.sh on the chunked backward (ROUNDS
+#                            alternating chunked-only bench rounds, the hash gate of
+#                            ChunkedBackwardHashesForCrossBuildComparison kept either way, the suite
+#                            and both sanitizers on CAND) into $AB_OUT/ab_stdout.txt, printed
 #   ab_pair_sequential BIN TAG SEED N   one process: N draws of TAG by the KDA test binary BIN with
 #                            KDA_PAIR_SEQUENTIAL=1 (the chunked and the sequential backward on the
 #                            same inputs), "seed chunked sequential" lines to pairs/pairs_TAG_SEED;
@@ -151,4 +155,14 @@ ab_pair_summary() {
     sort -k2 -g "$AB_OUT/pairs/all_$tag.txt" | tail -2 | sed 's/^/  worst chunked: /'
   done | tee "$AB_OUT/pairs/summary.txt"
   grep -h "FAILED\|Failure" "$AB_OUT"/pairs/log_*.txt | sort | uniq -c | head
+}
+ab_kda_gate() {
+  local dir=$1 pair=$2 rounds=$3 cand
+  cand=${pair#* }
+  OUT=$AB_OUT BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=150 \
+    HASH_FILTER='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' HASH_KEEP=1 \
+    timeout 240 bash tools/gpu/ab_bench.sh "$dir" kda "$pair" "$rounds" "$cand" \
+    > "$AB_OUT/ab_stdout.txt" 2>&1
+  echo "== ab rc=$? at $(ab_el) s"
+  cat "$AB_OUT/ab_stdout.txt"
 }

@@ -6,7 +6,7 @@
 # Paired dA_log draws (same seeds on both builds) at the tail shapes, the hash gate (new bits
 # expected), 3 alternating chunked-only bench rounds, the suite + sanitizers on kdlo, ncu
 # per-kernel times. (The paired draws as written then are ab_extras.sh's ab_tails_start /
-# ab_tails_summary since: the same commands and files.)
+# ab_tails_summary since, the bench step ab_kda_gate: the same commands and files.)
 # Build here: EXTRA=bench/results/raw-2026-11-30-s21/kda68/run.sh bash tools/gpu/build_ab_carry.sh \
 #   kda68 kda kernels/cuda/kda_chunked_forward.cu base=git:e966908 kdlo=tree
 # Device call: {"command": "tar xJf .carry/kda68x/kda68.tar.xz -C .carry && bash .carry/kda68/run.sh",
@@ -24,9 +24,7 @@ ab_tails_start $D "base kdlo" B1_T200_H2_noinit 100 1 25600000
 wait
 ab_tails_summary "base kdlo" "B2_T63_H4 B2_T65_H4 B2_T65_H2 B2_T65_H1 B1_T200_H2_noinit"
 echo "== tails at $(ab_el) s"; ab_pack
-OUT=$AB_OUT BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=150 \
-  HASH_FILTER='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' HASH_KEEP=1 \
-  timeout 240 bash tools/gpu/ab_bench.sh $D kda "base kdlo" 3 "kdlo" > "$AB_OUT/ab_stdout.txt" 2>&1
-echo "== ab rc=$? at $(ab_el) s"; cat "$AB_OUT/ab_stdout.txt"; ab_pack
+ab_kda_gate $D "base kdlo" 3
+ab_pack
 ab_ncu_kernels $D "base kdlo" "0 2"
 ab_pack; echo "== done at $(ab_el) s"

@@ -2,7 +2,8 @@
 # kda69 (twenty-first session): base = a43f9cd (the checkpoint preparation's gate sums as an FP64
 # scan, 8903c7b); ff = the same scan carried in two floats (SumFF: no FP64 conversions). The hash
 # gate (same bits expected, or last-bit changes of a few G), 3 alternating chunked-only bench
-# rounds, the suite + sanitizers on ff, ncu per-kernel times.
+# rounds, the suite + sanitizers on ff, ncu per-kernel times. (The bench step as written then is
+# ab_extras.sh's ab_kda_gate since: the same commands.)
 # Build here: EXTRA=bench/results/raw-2026-11-30-s21/kda69/run.sh bash tools/gpu/build_ab_carry.sh \
 #   kda69 kda kernels/cuda/kda_chunked_forward.cu base=git:a43f9cd ff=tree
 # Device call: {"command": "tar xJf .carry/kda69x/kda69.tar.xz -C .carry && bash .carry/kda69/run.sh",
@@ -12,9 +13,7 @@ D=.carry/kda69
 AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
 ab_start kda69
-OUT=$AB_OUT BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=150 \
-  HASH_FILTER='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' HASH_KEEP=1 \
-  timeout 240 bash tools/gpu/ab_bench.sh $D kda "base ff" 3 "ff" > "$AB_OUT/ab_stdout.txt" 2>&1
-echo "== ab rc=$? at $(ab_el) s"; cat "$AB_OUT/ab_stdout.txt"; ab_pack
+ab_kda_gate $D "base ff" 3
+ab_pack
 ab_ncu_kernels $D "base ff" "0 2"
 ab_pack; echo "== done at $(ab_el) s"
