@@ -14,9 +14,10 @@
 // Four launches (plus the forward's two):
 // 1. The chunked forward's preparation and state pass in checkpoint mode: the chunk records and
 //    the FP32 chunk-start states S0 per chunk slot (no output written). Unlike the forward's, its
-//    gate sums run in FP64 and U^T Kdec in BF16x6 (Kdec^T with a third BF16 part, kdt3): S0 about
-//    FP32-exact, which dA_log's cancellation on short documents needs (host emulator and H200,
-//    bench/results/kda_h200.md, twentieth session); -W S0^T stays BF16x3.
+//    gate sums run in FP64 (Kdec^T's decays taken from them exactly, not from two rounded sums)
+//    and U^T Kdec in BF16x6 (Kdec^T with a third BF16 part, kdt3): S0 about FP32-exact, which
+//    dA_log's cancellation on short documents needs (host emulator and H200,
+//    bench/results/kda_h200.md, twentieth and twenty-first sessions); -W S0^T stays BF16x3.
 // 2. KdaChunkDstateKernel: the reverse chain, one CTA per (16, 32 or 64 state rows, head,
 //    document; the forward's wave rule), walking the chunks backwards with its dS slice in
 //    registers (FP32); writes dS1 and its dU (FP32) per chunk slot, and dinitial_state.
@@ -28,7 +29,8 @@
 //    (U, dW), about FP32-exact where the result reaches the gate gradient directly (dO's products
 //    with the other operand in three parts; dKdec, dA, [dKb | dVb] = Tinv^T [dW | dU] and the
 //    four decayed pair products with both operands in three parts, six MMAs); the decays
-//    factored at the forward's 16-token sub-chunk references. Writes dq dk dv dg dbeta (BF16,
+//    factored at the forward's 16-token sub-chunk references, which its log-gates are stored
+//    as (GRef: references plus offsets). Writes dq dk dv dg dbeta (BF16,
 //    rounded once) and FP32 per-chunk partials of ddt_bias and dA_log (per key channel). What
 //    launches 1 and 2 already computed it takes from the workspace instead of computing it again
 //    (bench/results/kda_h200.md, 2026-11-30, eighteenth session: together ~13% of the backward):
@@ -504,7 +506,7 @@ struct GradSmem {
     } pa;
   } r1;
   float p[kChunk][kLdC];  // P = A / beta (strictly lower), from the start
-  // d(Q Gam), then dW, then dKb (in place), then X, then dgl.
+  // d(Q Gam), then dW, then dKb (in place), then kh Gam dKb (dbeta's), then X, then dgl.
   float bufw[kChunk][kLdF];
   // dU (the reverse chain's), then dVb, then Y's exclusive cumsum, then the epilogue's partials
   // (part, below: the padding left no room for them beside it).
