@@ -14,7 +14,7 @@
 // Four launches (plus the forward's two):
 // 1. The chunked forward's preparation and state pass in checkpoint mode: the chunk records and
 //    the FP32 chunk-start states S0 per chunk slot (no output written). Unlike the forward's, its
-//    gate sums run in FP64 (Kdec^T's decays taken from them exactly, not from two rounded sums)
+//    gate sums run in FP64 (Kdec^T's decays from those sums, not from two rounded ones)
 //    and U^T Kdec in BF16x6 (Kdec^T with a third BF16 part, kdt3): S0 about FP32-exact, which
 //    dA_log's cancellation on short documents needs (host emulator and H200,
 //    bench/results/kda_h200.md, twentieth and twenty-first sessions); -W S0^T stays BF16x3.
