@@ -37,8 +37,8 @@ ABSL_FLAG(std::string, capture_at_start, "",
           "--cuda_graphs >= the number of shapes and the cuda backend");
 ABSL_FLAG(uint64_t, max_event_slots, 64, "EVENT completion: slots of one session's event ring");
 ABSL_FLAG(std::string, kda_backward, "auto",
-          "KDA backward kernels of the cuda backend: auto (chunked from 2 heads on, sequential "
-          "for one), sequential (the recurrence token by token) or chunked (tensor cores; 5x-8x "
+          "KDA backward kernels of the cuda backend: auto (chunked from 4 heads on, sequential "
+          "below), sequential (the recurrence token by token) or chunked (tensor cores; 5x-8x "
           "faster on the H200, but with few heads its dA_log misses SPEC's 1e-4 on some random "
           "draws)");
 ABSL_FLAG(int, metrics_port, 0, "Prometheus /metrics HTTP port; 0 disables it");

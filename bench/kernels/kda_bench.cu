@@ -15,7 +15,7 @@
 // chunked one (kda_chunked_backward.cu; mma.sync products) with the same FLOP and byte counts,
 // and compares its outputs with the sequential backward's (rel-L2 of the chunked against the
 // sequential, both device results). The "bwd default" line names the one KdaBackwardCuda runs
-// by default at the shape (KdaBackwardAlgorithm::kAuto: chunked from 2 heads on).
+// by default at the shape (KdaBackwardAlgorithm::kAuto: chunked from 4 heads on).
 #include <cuda_runtime.h>
 
 #include <algorithm>

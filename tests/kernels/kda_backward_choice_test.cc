@@ -12,10 +12,12 @@ namespace {
 
 using A = KdaBackwardAlgorithm;
 
-TEST(KdaBackwardChoice, AutoIsTheDefaultAndPicksChunkedFromTwoHeads) {
+TEST(KdaBackwardChoice, AutoIsTheDefaultAndPicksChunkedFromFourHeads) {
   EXPECT_EQ(KdaBwdParams{}.algorithm, A::kAuto);
-  EXPECT_EQ(ResolveKdaBackwardAlgorithm(A::kAuto, 1), A::kSequential);
-  for (int64_t H : {2, 3, 4, 8, 16, 32, 64}) {
+  for (int64_t H : {1, 2, 3}) {
+    EXPECT_EQ(ResolveKdaBackwardAlgorithm(A::kAuto, H), A::kSequential) << "H = " << H;
+  }
+  for (int64_t H : {4, 8, 16, 32, 64}) {
     EXPECT_EQ(ResolveKdaBackwardAlgorithm(A::kAuto, H), A::kChunked) << "H = " << H;
   }
 }

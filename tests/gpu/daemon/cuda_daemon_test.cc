@@ -416,7 +416,7 @@ void CudaDaemonTest::CheckKdaServed(Client& client, k::KdaBackwardAlgorithm algo
   for (const auto& [t, name] : outputs) ExpectSame(served, t[0], direct, t[1], name);
 }
 
-// The default --kda_backward=auto: chunked kernels from 2 heads on, sequential for one (the two
+// The default --kda_backward=auto: chunked kernels from 4 heads on, sequential below (the two
 // differ in the last bits, so each check fails if the daemon picked the other).
 TEST_P(CudaDaemonTest, KdaServedBitwiseEqualToTheLibrary) {
   CheckKdaServed(*client_, k::KdaBackwardAlgorithm::kChunked, /*H=*/4);

@@ -45,18 +45,18 @@ struct KdaFwdParams {
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
-// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.7x-8.4x faster on the H200 and
+// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.6x-8.2x faster on the H200 and
 // meets SPEC on every output but one: dA_log, an [H] vector, is a strongly cancelling FP32 sum
 // per head, and the chunked form's per-head error is a few times the sequential one's. rel-L2 is
 // taken over the H heads, which must all cancel at once to miss. Measured with both backwards on
 // the same random draws (bench/results/kda_h200.md, twenty-first session, after the chunked
-// form's log-gate fixes), chunked dA_log at B = 2, T = 63 / 65: H = 1 over 1e-4 on 2 of 400
-// draws (the sequential one on none); H = 2 and H = 4 on none, the worst 3.7e-5 of 1800 and
-// 1.1e-5 of 1050. kAuto therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads
-// heads on.
+// form's log-gate fixes): H = 1 over 1e-4 on 3 of 700 draws (the sequential one on 1); H = 2
+// on none of ~4700, but up to 9.2e-5 (7 over 3e-5, where the sequential one stayed within
+// 1.6e-5), so a miss every few thousand draws; H = 4 within 1.1e-5 on all of 1050. kAuto
+// therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads heads on.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
 
-constexpr int64_t kKdaChunkedBackwardMinHeads = 2;
+constexpr int64_t kKdaChunkedBackwardMinHeads = 4;
 
 // The kernels a call with `H` heads runs (kAuto resolved; the others as asked).
 constexpr KdaBackwardAlgorithm ResolveKdaBackwardAlgorithm(KdaBackwardAlgorithm asked, int64_t H) {
