@@ -417,12 +417,10 @@ std::vector<Shape> ChunkedBackwardShapes() {
   fast.g_mean = 6.0;
   s.push_back(fast);
   // The tail shape (2, 65, 1) with more heads: dA_log's rel-L2 is then over H values, which
-  // rarely all cancel at once (the auto choice's premise, kda.h); (2, 63, 4): the least head
-  // count auto sends here, on the one-partial-chunk shape whose errors ran highest before the
-  // grad kernel's log-gate references.
+  // rarely all cancel at once (the auto choice's premise, kda.h). (2, 63, 4), the least head
+  // count auto sends here on the one-partial-chunk shape, is among AccuracyShapes.
   s.push_back(plain(2, 65, 2));
   s.push_back(plain(2, 65, 4));
-  s.push_back(plain(2, 63, 4));
   const std::vector<int64_t> lens = {63, 0, 64, 1, 65, 15, 16, 17, 127, 128, 0, 129, 1, 48, 200, 2};
   s.push_back(Packed(lens, 3, /*int32=*/false));
   return s;
