@@ -85,8 +85,20 @@ inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]
     return EmuBf16Half(g_mma_b[w][n * 4 + (k % 8) / 2][k >= 8], k % 2);
   };
   const int g = l / 4, tq = l % 4;
+  // EMU_MMA_RZ=1: the sum of the accumulator and the 16 (exact) products formed exactly and
+  // rounded toward zero once, a model of the tensor cores' truncating accumulation (by default the
+  // products are summed in FP32, rounded to nearest, then added).
+  static const bool rz = std::getenv("EMU_MMA_RZ") != nullptr;
   for (int i = 0; i < 4; ++i) {
     const int row = g + 8 * (i >> 1), col = 2 * tq + (i & 1);
+    if (rz) {
+      double x = d[i];
+      for (int k = 0; k < 16; ++k) x += static_cast<double>(A(row, k)) * B(k, col);
+      float f = static_cast<float>(x);
+      if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.f);
+      d[i] = f;
+      continue;
+    }
     float acc = 0.f;
     for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
     d[i] += acc;
