@@ -683,6 +683,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     // rounded sums carried ~3e-5 into Kdec, which the checkpoint state pass turned into S0 error
     // and dA_log's cancellation amplified on short documents (host emulator,
     // bench/results/kda_h200.md, twentieth and twenty-first sessions).
+    // Two loops: one loop with the error term under `if constexpr` reallocated the forward
+    // instance's registers (same bits, other SASS); this way the forward's code is unchanged.
     static_assert(PrepTraits::kKdTStride > kChunk, "the end's rounding error in the padding");
     if constexpr (kCheckpoint) {
       const float gl_err = sm.u.kdt[k][kChunk];

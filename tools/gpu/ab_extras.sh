@@ -14,9 +14,8 @@
 #   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG: the
 #                            count over 1e-4 and 3e-5, the median and the worst two with seeds
 #   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
-#                            for both builds at each TAG, all in parallel; per TAG the counts
-#                            over 1e-4 and 3e-5, the medians, the draws CAND does better on and
-#                            the worst four (the eighteenth session's kda50-53 wrote this out)
+#                            for both builds at each TAG, all in parallel, one process each:
+#                            ab_tails_start and ab_tails_summary below
 #   ab_tails_start DIR "BASE CAND" TAG N PROCS SEED   in the background: PROCS processes per build
 #                            of N draws of TAG each, process p seeded SEED + 100000 p (both builds
 #                            the same draws); after `wait`, ab_tails_summary "BASE CAND" "TAG ..."
@@ -87,25 +86,10 @@ ab_dalog_tail() {
     "worst: $(tail -2 "$sorted" | tr '\n' ' ') at $(ab_el) s" | tee -a "$AB_OUT/tail_summary.txt"
 }
 ab_paired_tails() {
-  local dir=$1 pair=$2 tags=$3 n=$4 seed=$5 v tag
-  for tag in $tags; do
-    for v in $pair; do
-      KDA_TEST_SEED_BASE=$seed timeout "${AB_TAIL_TIMEOUT:-200}" "$dir/$v/cakegrad_gpu_kda_tests" \
-        --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag" \
-        --gtest_repeat="$n" 2>&1 | ab_draws > "$AB_OUT/tail_${v}_$tag.txt" &
-    done
-  done
+  local dir=$1 pair=$2 tags=$3 n=$4 seed=$5 tag
+  for tag in $tags; do ab_tails_start "$dir" "$pair" "$tag" "$n" 1 "$seed"; done
   wait
-  set -- $pair
-  for tag in $tags; do
-    join <(sort "$AB_OUT/tail_$1_$tag.txt") <(sort "$AB_OUT/tail_$2_$tag.txt") \
-      > "$AB_OUT/paired_$tag.txt"
-    awk -v t="$tag" '{n++; b+=($2>1e-4); c+=($3>1e-4); b3+=($2>3e-5); c3+=($3>3e-5); if ($3<$2) w++}
-      END {print t": "n" paired draws; over 1e-4 base "b" cand "c"; over 3e-5 base "b3" cand "c3"; cand lower on "w}' \
-      "$AB_OUT/paired_$tag.txt"
-    for v in 2 3; do echo "  col $v median $(ab_median "$AB_OUT/paired_$tag.txt" $v)"; done
-    sort -k2 -g "$AB_OUT/paired_$tag.txt" | tail -4
-  done | tee -a "$AB_OUT/tail_summary.txt"
+  ab_tails_summary "$pair" "$tags"
 }
 ab_tails_start() {
   local dir=$1 pair=$2 tag=$3 n=$4 procs=$5 seed=$6 v p
@@ -132,7 +116,7 @@ ab_tails_summary() {
     for v in 2 3; do echo "  col $v median $(ab_median "$AB_OUT/paired_$tag.txt" $v)"; done
     sort -k2 -g "$AB_OUT/paired_$tag.txt" | tail -2 | sed "s/^/  worst $b: /"
     sort -k3 -g "$AB_OUT/paired_$tag.txt" | tail -2 | sed "s/^/  worst $c: /"
-  done | tee "$AB_OUT/tail_summary.txt"
+  done | tee -a "$AB_OUT/tail_summary.txt"
   rm -f "$AB_OUT"/tail_*_*_[0-9].txt "$AB_OUT/b.txt" "$AB_OUT/c.txt"
 }
 ab_pair_sequential() {

@@ -9,10 +9,12 @@
 # kda61-ready holds the same commit where the workspace kept it):
 #   cp kernels/cuda/kda_chunked_backward.cu /tmp/bal_dm.cu
 #   patch /tmp/bal_dm.cu bench/results/raw-2026-11-30-s19/kda61-ready/cand_bal_dm.diff
-#   EXTRA=bench/results/raw-2026-11-30-s19/kda61-ready/run.sh bash tools/gpu/build_ab_carry.sh \
+#   EXTRA=bench/results/raw-2026-11-30-s20/kda61/run.sh bash tools/gpu/build_ab_carry.sh \
 #     kda61 kda kernels/cuda/kda_chunked_backward.cu base=git:main bal_dm=/tmp/bal_dm.cu
 # Device call: {"command": "tar xJf .carry/kda61x/kda61.tar.xz -C .carry && bash .carry/kda61/run.sh",
 #   "carry": [".carry/kda61x"], "timeout_s": 360}
+# (Its bench and ncu steps as written then are ab_extras.sh's ab_kda_gate / ab_ncu_kernels since:
+# the same commands.)
 set -uo pipefail
 D=.carry/kda61
 AB_OUT=$(mktemp -d)
@@ -20,9 +22,7 @@ source tools/gpu/ab_extras.sh
 ab_start kda61
 ab_paired_tails $D "base bal_dm" "B2_T65_H1 B2_T1000_H4_fastdecay" 60 19200000
 echo "== tails at $(ab_el) s"; ab_pack
-OUT=$AB_OUT BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=150 \
-  HASH_FILTER='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' HASH_KEEP=1 \
-  timeout 240 bash tools/gpu/ab_bench.sh $D kda "base bal_dm" 3 "bal_dm" > "$AB_OUT/ab_stdout.txt" 2>&1
-echo "== ab rc=$? at $(ab_el) s"; cat "$AB_OUT/ab_stdout.txt"; ab_pack
+ab_kda_gate $D "base bal_dm" 3
+ab_pack
 AB_NCU_UNTIL=300 ab_ncu_time $D "base bal_dm"
 ab_pack; echo "== done at $(ab_el) s"
