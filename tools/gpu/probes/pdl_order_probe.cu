@@ -9,14 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                 \
-  do {                                                                           \
-    cudaError_t e_ = (x);                                                        \
-    if (e_ != cudaSuccess) {                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,             \
-                   cudaGetErrorString(e_));                                      \
-      std::exit(1);                                                              \
-    }                                                                            \
+#define CHECK(x)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 __device__ unsigned long long Now() {
@@ -69,13 +68,12 @@ int main() {
   cudaEvent_t ev;
   CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   const unsigned long long spin = 200000;  // 200 us
-  const char* names[] = {
-      "1: A; B (PDL, no GDS); C ordinary launch, same stream",
-      "2: A; B (PDL, no GDS); event on s1 after B; C on s2 after the event",
-      "3: A; B (PDL, no GDS); C (PDL, GDS at its start), same stream",
-      "4: A; B (PDL, GDS at its start); C ordinary launch (sanity)",
-      "5: case 1 captured into a graph and replayed",
-      "6: A; B (PDL, no GDS); cudaMemsetAsync on s1; C ordinary launch"};
+  const char* names[] = {"1: A; B (PDL, no GDS); C ordinary launch, same stream",
+                         "2: A; B (PDL, no GDS); event on s1 after B; C on s2 after the event",
+                         "3: A; B (PDL, no GDS); C (PDL, GDS at its start), same stream",
+                         "4: A; B (PDL, GDS at its start); C ordinary launch (sanity)",
+                         "5: case 1 captured into a graph and replayed",
+                         "6: A; B (PDL, no GDS); cudaMemsetAsync on s1; C ordinary launch"};
   for (int cs = 0; cs < 6; ++cs) {
     for (int rep = 0; rep < 3; ++rep) {
       CHECK(cudaMemset(st, 0, 8 * sizeof(unsigned long long)));
@@ -116,9 +114,10 @@ int main() {
       unsigned long long h[8];
       CHECK(cudaMemcpy(h, st, sizeof(h), cudaMemcpyDeviceToHost));
       auto rel = [&](unsigned long long v) { return (double(v) - double(h[1])) / 1000.0; };
-      std::printf("%s, rep %d: B start %+.1f us, C start %+.1f us relative to A's end (A ran %.1f us)%s\n",
-                  names[cs], rep, rel(h[2]), rel(h[4]), (double(h[1]) - double(h[0])) / 1000.0,
-                  rel(h[4]) < 0 ? "  <-- C before A ended" : "");
+      std::printf(
+          "%s, rep %d: B start %+.1f us, C start %+.1f us relative to A's end (A ran %.1f us)%s\n",
+          names[cs], rep, rel(h[2]), rel(h[4]), (double(h[1]) - double(h[0])) / 1000.0,
+          rel(h[4]) < 0 ? "  <-- C before A ended" : "");
     }
   }
   return 0;
