@@ -1,6 +1,7 @@
 # Sourced by the per-call scripts of kernel A/B calls (bench/results/raw-*/kdaNN/run.sh), after
 # tools/gpu/ab_bench.sh: the steps those scripts kept writing out again. Each writes its logs to
 # $AB_OUT (default $OUT) and prints one summary line per variant.
+#   ab_call NAME             a fresh $AB_OUT, D=.carry/NAME, then ab_start NAME
 #   ab_start NAME            the call's clock, the GPU line, and ab_pack (re-packs $AB_OUT as
 #                            $OUT_FINAL/NAME.tgz, so a call cut short still returns what finished)
 #   ab_ncu_time DIR "V ..."  each variant's grad-kernel time (ncu gpu__time_duration, locked
@@ -25,6 +26,14 @@
 #                            alternating chunked-only bench rounds, the hash gate of
 #                            ChunkedBackwardHashesForCrossBuildComparison kept either way, the suite
 #                            and both sanitizers on CAND) into $AB_OUT/ab_stdout.txt, printed
+#   ab_mhc_forwards DIR "V ..." CHECK TS   tools/gpu/ab_bench.sh on the mHC kernels (3 alternating
+#                            bench rounds at T in TS, e.g. "4096,16384"; the suite and both
+#                            sanitizers on CHECK; HASH_FILTER passed through) into
+#                            $AB_OUT/ab_stdout.txt; prints all but the backward and forward_finish
+#                            rows, then CHECK's C = 4096 accuracy lines
+#   ab_mhc_diag BIN "CASE ..."   the MhcDiag.* stamps test of BIN (a diagnostic build) into
+#                            $AB_OUT/diag.txt; prints its summary lines, then the per-CTA lines of
+#                            each CASE ("T:KIND:REP", e.g. 16384:stats:2)
 #   ab_pair_sequential BIN TAG SEED N   one process: N draws of TAG by the KDA test binary BIN with
 #                            KDA_PAIR_SEQUENTIAL=1 (the chunked and the sequential backward on the
 #                            same inputs), "seed chunked sequential" lines to pairs/pairs_TAG_SEED;
@@ -40,6 +49,11 @@ ab_start() {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 }
 ab_el() { echo $(($(date +%s) - AB_T0)); }
+ab_call() {
+  AB_OUT=$(mktemp -d)
+  D=.carry/$1
+  ab_start "$1"
+}
 # The "seed dA_log" pair of every draw in a KdaChunkedBackwardAccuracy log (stdin).
 ab_draws() { awk '/^\[ seed \]/ {seed=$4} $7=="dA_log" {print seed, $9}'; }
 # The median of column COL of FILE.
@@ -149,4 +163,22 @@ ab_kda_gate() {
     > "$AB_OUT/ab_stdout.txt" 2>&1
   echo "== ab rc=$? at $(ab_el) s"
   cat "$AB_OUT/ab_stdout.txt"
+}
+ab_mhc_forwards() {
+  local dir=$1 variants=$2 check=$3 ts=$4
+  OUT=$AB_OUT BENCH_ENV="MHC_BENCH_T=$ts" BENCH_TIMEOUT=60 TEST_TIMEOUT=200 \
+    timeout 400 bash tools/gpu/ab_bench.sh "$dir" mhc "$variants" 3 "$check" \
+    > "$AB_OUT/ab_stdout.txt" 2>&1
+  echo "== ab rc=$? at $(ab_el) s"
+  grep -v "backward_\|forward_finish" "$AB_OUT/ab_stdout.txt"
+  grep "rel-L2 T=4\|rel-L2 T=16384 C=4096" "$AB_OUT/ab/tests_$check.log"
+}
+ab_mhc_diag() {
+  local bin=$1 case t kind rep
+  timeout 120 "$bin" --gtest_filter='MhcDiag.*' > "$AB_OUT/diag.txt" 2>&1
+  grep -E "^diag|PASS|FAIL" "$AB_OUT/diag.txt"
+  for case in $2; do
+    IFS=: read -r t kind rep <<< "$case"
+    grep -A42 "T=$t $kind rep $rep" "$AB_OUT/diag.txt" | head -43
+  done
 }

@@ -6,10 +6,8 @@
 # the side kernel programmatic after the cluster kernel) and fork (the side kernel on a forked
 # stream after the fork, as mhc24, but persistent). Then 2 alternating bench rounds with base.
 set -uo pipefail
-D=.carry/mhc27
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start mhc27
+ab_call mhc27
 for v in pdl fork; do
   echo "== $v"
   timeout 120 $D/$v/cakegrad_gpu_mhc_tests --gtest_filter='MhcDiag.*' 2>&1 | grep -E "diag|PASS|FAIL" | tee "$AB_OUT/diag_$v.txt"

@@ -8,13 +8,9 @@
 # forward) must hold. 3 alternating rounds of the mHC bench at T = 4096, 8192, 16384; the suite
 # and both sanitizers on cand.
 set -uo pipefail
-D=.carry/mhc32
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start mhc32
-OUT=$AB_OUT HASH_FILTER='MhcKernels.BackwardHashesForCrossBuildComparison' HASH_OFFSETS="0" \
-  BENCH_ENV="MHC_BENCH_T=4096,8192,16384" BENCH_TIMEOUT=60 TEST_TIMEOUT=200 \
-  timeout 400 bash tools/gpu/ab_bench.sh $D mhc "base cand" 3 "cand" > "$AB_OUT/ab_stdout.txt" 2>&1
-echo "== ab rc=$? at $(ab_el) s"; grep -v "backward_\|forward_finish" "$AB_OUT/ab_stdout.txt"
-cat "$AB_OUT/ab/hash_gate.txt" 2>/dev/null; cat "$AB_OUT/ab/hashes_base.txt"
+ab_call mhc32
+HASH_FILTER='MhcKernels.BackwardHashesForCrossBuildComparison' \
+  ab_mhc_forwards $D "base cand" cand 4096,8192,16384
+cat "$AB_OUT/ab/hash_gate.txt" "$AB_OUT/ab/hashes_base.txt"
 ab_pack; echo "== done at $(ab_el) s"

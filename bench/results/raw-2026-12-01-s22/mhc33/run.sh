@@ -6,13 +6,7 @@
 # and their U by the U kernel on the whole GPU. Variants: weight 750 (w750), 550; base is main.
 # Bench at T = 4096, 8192, 16384 (3 rounds); the suite and both sanitizers on w750.
 set -uo pipefail
-D=.carry/mhc33
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start mhc33
-OUT=$AB_OUT BENCH_ENV="MHC_BENCH_T=4096,8192,16384" BENCH_TIMEOUT=60 TEST_TIMEOUT=200 \
-  timeout 400 bash tools/gpu/ab_bench.sh $D mhc "base w750 w550" 3 "w750" \
-  > "$AB_OUT/ab_stdout.txt" 2>&1
-echo "== ab rc=$? at $(ab_el) s"; grep -v "backward_\|forward_finish" "$AB_OUT/ab_stdout.txt"
-grep "rel-L2 T=4\|rel-L2 T=16384 C=4096" "$AB_OUT/ab/tests_w750.log"
+ab_call mhc33
+ab_mhc_forwards $D "base w750 w550" w750 4096,8192,16384
 ab_pack; echo "== done at $(ab_el) s"
