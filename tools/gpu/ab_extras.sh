@@ -26,11 +26,12 @@
 #                            alternating chunked-only bench rounds, the hash gate of
 #                            ChunkedBackwardHashesForCrossBuildComparison kept either way, the suite
 #                            and both sanitizers on CAND) into $AB_OUT/ab_stdout.txt, printed
-#   ab_mhc_forwards DIR "V ..." CHECK TS   tools/gpu/ab_bench.sh on the mHC kernels (3 alternating
-#                            bench rounds at T in TS, e.g. "4096,16384"; the suite and both
-#                            sanitizers on CHECK; HASH_FILTER passed through) into
-#                            $AB_OUT/ab_stdout.txt; prints all but the backward and forward_finish
-#                            rows, then CHECK's C = 4096 accuracy lines
+#   ab_mhc_bench DIR "V ..." CHECK TS [HIDE]   tools/gpu/ab_bench.sh on the mHC kernels (3
+#                            alternating bench rounds at T in TS, e.g. "4096,16384"; the suite and
+#                            both sanitizers on CHECK; HASH_FILTER passed through) into
+#                            $AB_OUT/ab_stdout.txt; prints its lines but those matching HIDE (a grep
+#                            pattern; default the backward and forward_finish rows), then CHECK's
+#                            C = 4096 accuracy lines
 #   ab_mhc_diag BIN "CASE ..."   the MhcDiag.* stamps test of BIN (a diagnostic build) into
 #                            $AB_OUT/diag.txt; prints its summary lines, then the per-CTA lines of
 #                            each CASE ("T:KIND:REP", e.g. 16384:stats:2)
@@ -164,13 +165,13 @@ ab_kda_gate() {
   echo "== ab rc=$? at $(ab_el) s"
   cat "$AB_OUT/ab_stdout.txt"
 }
-ab_mhc_forwards() {
-  local dir=$1 variants=$2 check=$3 ts=$4
+ab_mhc_bench() {
+  local dir=$1 variants=$2 check=$3 ts=$4 hide=${5:-backward_\|forward_finish}
   OUT=$AB_OUT BENCH_ENV="MHC_BENCH_T=$ts" BENCH_TIMEOUT=60 TEST_TIMEOUT=200 \
     timeout 400 bash tools/gpu/ab_bench.sh "$dir" mhc "$variants" 3 "$check" \
     > "$AB_OUT/ab_stdout.txt" 2>&1
   echo "== ab rc=$? at $(ab_el) s"
-  grep -v "backward_\|forward_finish" "$AB_OUT/ab_stdout.txt"
+  grep -v "$hide" "$AB_OUT/ab_stdout.txt"
   grep "rel-L2 T=4\|rel-L2 T=16384 C=4096" "$AB_OUT/ab/tests_$check.log"
 }
 ab_mhc_diag() {

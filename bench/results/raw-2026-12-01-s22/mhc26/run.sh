@@ -6,10 +6,10 @@
 # stream and the side CTAs could be placed before the clusters (more, shorter side CTAs were
 # slower). Variants: w750 (8 k-ranges, weight 750), w1000, w600, s4 (4 k-ranges, 750); base is
 # main. Bench at T = 4096, 8192, 16384; the suite and both sanitizers on w750.
-# (Rewritten after the call onto tools/gpu/ab_extras.sh's ab_mhc_forwards: the same bench and
+# (Rewritten after the call onto tools/gpu/ab_extras.sh's ab_mhc_bench: the same bench and
 # checks; the call printed all of ab_stdout.txt.)
 set -uo pipefail
 source tools/gpu/ab_extras.sh
 ab_call mhc26
-ab_mhc_forwards $D "base w750 w1000 w600 s4" w750 4096,8192,16384
+ab_mhc_bench $D "base w750 w1000 w600 s4" w750 4096,8192,16384
 ab_pack; echo "== done at $(ab_el) s"

@@ -8,5 +8,5 @@
 set -uo pipefail
 source tools/gpu/ab_extras.sh
 ab_call mhc28
-ab_mhc_forwards $D "base w750 w900 w600" w750 4096,8192,16384
+ab_mhc_bench $D "base w750 w900 w600" w750 4096,8192,16384
 ab_pack; echo "== done at $(ab_el) s"

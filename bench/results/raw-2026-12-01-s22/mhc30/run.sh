@@ -9,5 +9,5 @@
 set -uo pipefail
 source tools/gpu/ab_extras.sh
 ab_call mhc30
-ab_mhc_forwards $D "base w700 w850 w550" w700 4096,8192,16384
+ab_mhc_bench $D "base w700 w850 w550" w700 4096,8192,16384
 ab_pack; echo "== done at $(ab_el) s"

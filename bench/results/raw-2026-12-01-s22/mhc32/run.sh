@@ -11,6 +11,6 @@ set -uo pipefail
 source tools/gpu/ab_extras.sh
 ab_call mhc32
 HASH_FILTER='MhcKernels.BackwardHashesForCrossBuildComparison' \
-  ab_mhc_forwards $D "base cand" cand 4096,8192,16384
+  ab_mhc_bench $D "base cand" cand 4096,8192,16384
 cat "$AB_OUT/ab/hash_gate.txt" "$AB_OUT/ab/hashes_base.txt"
 ab_pack; echo "== done at $(ab_el) s"
