@@ -16,7 +16,9 @@
 #                            count over 1e-4 and 3e-5, the median and the worst two with seeds
 #   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
 #                            for both builds at each TAG, all in parallel, one process each:
-#                            ab_tails_start and ab_tails_summary below
+#                            ab_tails_pairs with TAG:N:1:SEED_BASE for every TAG
+#   ab_tails_pairs DIR "BASE CAND" "TAG:N:PROCS:SEED ..."   ab_tails_start for each spec, all in
+#                            parallel, then `wait` and ab_tails_summary over the specs' TAGs
 #   ab_tails_start DIR "BASE CAND" TAG N PROCS SEED   in the background: PROCS processes per build
 #                            of N draws of TAG each, process p seeded SEED + 100000 p (both builds
 #                            the same draws); after `wait`, ab_tails_summary "BASE CAND" "TAG ..."
@@ -101,8 +103,17 @@ ab_dalog_tail() {
     "worst: $(tail -2 "$sorted" | tr '\n' ' ') at $(ab_el) s" | tee -a "$AB_OUT/tail_summary.txt"
 }
 ab_paired_tails() {
-  local dir=$1 pair=$2 tags=$3 n=$4 seed=$5 tag
-  for tag in $tags; do ab_tails_start "$dir" "$pair" "$tag" "$n" 1 "$seed"; done
+  local dir=$1 pair=$2 tags=$3 n=$4 seed=$5 tag specs=""
+  for tag in $tags; do specs+=" $tag:$n:1:$seed"; done
+  ab_tails_pairs "$dir" "$pair" "$specs"
+}
+ab_tails_pairs() {
+  local dir=$1 pair=$2 spec tag n procs seed tags=""
+  for spec in $3; do
+    IFS=: read -r tag n procs seed <<< "$spec"
+    ab_tails_start "$dir" "$pair" "$tag" "$n" "$procs" "$seed"
+    tags+=" $tag"
+  done
   wait
   ab_tails_summary "$pair" "$tags"
 }

@@ -6,10 +6,8 @@
 # Hash gate (offsets 0 1), 3 alternating rounds, suite + sanitizers on st2, the dA_log tail on
 # st2 (it must look like main's: kda43 / kda44), ncu grad-kernel time.
 set -uo pipefail
-D=.carry/kda46
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda46
+ab_call kda46
 OUT=$AB_OUT HASH_FILTER='KdaKernels.*HashesForCrossBuildComparison' HASH_OFFSETS="0 1" \
   BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=200 \
   timeout 300 bash tools/gpu/ab_bench.sh $D kda "base st2" 3 "st2" > "$AB_OUT/ab_stdout.txt" 2>&1

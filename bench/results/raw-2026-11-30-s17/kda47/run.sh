@@ -6,10 +6,8 @@
 # Hash gate (offsets 0 1), 3 alternating rounds, suite + sanitizers on uv1, ncu grad-kernel time.
 # Build the carry here: bash bench/results/raw-2026-11-30-s17/kda47/prepare.sh
 set -uo pipefail
-D=.carry/kda47
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda47
+ab_call kda47
 OUT=$AB_OUT HASH_FILTER='KdaKernels.*HashesForCrossBuildComparison' HASH_OFFSETS="0 1" \
   BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=200 \
   timeout 330 bash tools/gpu/ab_bench.sh $D kda "base uv1 uv1b" 3 "uv1" > "$AB_OUT/ab_stdout.txt" 2>&1

@@ -7,10 +7,8 @@
 # Hashes of both printed (not a gate: the slice width may or may not change bits), 3 alternating
 # rounds, suite + sanitizers on conc.
 set -uo pipefail
-D=.carry/kda48
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda48
+ab_call kda48
 for v in base conc; do
   timeout 120 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.*HashesForCrossBuildComparison' \
     2>&1 | grep hashes > "$AB_OUT/hashes_$v.txt"

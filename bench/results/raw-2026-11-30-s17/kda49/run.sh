@@ -4,10 +4,8 @@
 # on the same inputs (KDA_PAIR_SEQUENTIAL=1), and both errors are printed per seed: 120 draws at
 # (2, 1000, 4) fast decay and at (2, 65, 1), plus the worst seeds recorded in kda44 and kda46.
 set -uo pipefail
-D=.carry/kda49
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda49
+ab_call kda49
 bin=$D/main/cakegrad_gpu_kda_tests
 pair() {  # tag draws [seed]
   local tag=$1 n=$2 seed=${3:-}

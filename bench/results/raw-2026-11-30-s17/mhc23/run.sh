@@ -5,10 +5,8 @@
 # Same sums, same order: bitwise main's by construction. Hash gate (MhcKernels backward hashes at
 # 6 shapes), 3 alternating rounds of the mHC bench, suite + sanitizers on cand.
 set -uo pipefail
-D=.carry/mhc23
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start mhc23
+ab_call mhc23
 OUT=$AB_OUT HASH_FILTER='MhcKernels.BackwardHashesForCrossBuildComparison' HASH_OFFSETS="0" \
   BENCH_ENV="MHC_BENCH_T=4096,16384" BENCH_TIMEOUT=60 TEST_TIMEOUT=200 \
   timeout 330 bash tools/gpu/ab_bench.sh $D mhc "base cand" 3 "cand" > "$AB_OUT/ab_stdout.txt" 2>&1

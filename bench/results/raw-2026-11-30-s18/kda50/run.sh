@@ -5,10 +5,8 @@
 # 120 draws for base and cand: KDA_TEST_SEED_BASE), 3 alternating bench rounds, the suite and
 # both sanitizers on cand, the grad kernel's ncu time.
 set -uo pipefail
-D=.carry/kda50
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda50
+ab_call kda50
 tail_run() {  # variant tag draws
   KDA_TEST_SEED_BASE=7000000 timeout 200 $D/$1/cakegrad_gpu_kda_tests \
     --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$2" \

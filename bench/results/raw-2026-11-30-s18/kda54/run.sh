@@ -5,10 +5,8 @@
 # than kda50-53 to fit: 40 paired draws per tail shape, 2 alternating bench rounds, the suite and
 # both sanitizers on cand, no ncu.
 set -uo pipefail
-D=.carry/kda54
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda54
+ab_call kda54
 ab_paired_tails $D "base cand" "B2_T65_H1 B2_T1000_H4_fastdecay" 40 11000000
 echo "== tails at $(ab_el) s"; ab_pack
 OUT=$AB_OUT BENCH_ENV="KDA_BENCH_CHUNKED_ONLY=1" BENCH_TIMEOUT=40 TEST_TIMEOUT=120 \

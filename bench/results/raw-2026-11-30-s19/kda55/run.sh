@@ -7,10 +7,8 @@
 # Device call: {"command": "tar xJf .carry/kda55x/kda55.tar.xz -C .carry && bash .carry/kda55/run.sh",
 #   "carry": [".carry/kda55x"], "timeout_s": 420}
 set -uo pipefail
-D=.carry/kda55
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda55
+ab_call kda55
 for v in base pf pfz; do
   timeout 60 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' \
     2>&1 | grep hashes > "$AB_OUT/hashes_$v.txt"

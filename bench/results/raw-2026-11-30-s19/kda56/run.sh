@@ -8,10 +8,8 @@
 # Device call: {"command": "tar xJf .carry/kda56x/kda56.tar.xz -C .carry && bash .carry/kda56/run.sh",
 #   "carry": [".carry/kda56x"], "timeout_s": 400}
 set -uo pipefail
-D=.carry/kda56
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda56
+ab_call kda56
 for v in base nx nxp; do
   timeout 60 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.*HashesForCrossBuildComparison' \
     2>&1 | grep hashes > "$AB_OUT/hashes_$v.txt"

@@ -7,10 +7,8 @@
 # Device call: {"command": "tar xJf .carry/kda57x/kda57.tar.xz -C .carry && bash .carry/kda57/run.sh",
 #   "carry": [".carry/kda57x"], "timeout_s": 360}
 set -uo pipefail
-D=.carry/kda57
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda57
+ab_call kda57
 for v in base bal; do
   timeout 60 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' \
     2>&1 | grep hashes > "$AB_OUT/hashes_$v.txt"

@@ -8,10 +8,8 @@
 # Device call: {"command": "tar xJf .carry/kda58x/kda58.tar.xz -C .carry && bash .carry/kda58/run.sh",
 #   "carry": [".carry/kda58x"], "timeout_s": 330}
 set -uo pipefail
-D=.carry/kda58
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda58
+ab_call kda58
 cp $D/hashes_kda57_bal.txt "$AB_OUT/"
 for v in base bal2 bal2d bal2dc; do
   timeout 60 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' \

@@ -6,10 +6,8 @@
 # Device call: {"command": "tar xJf .carry/kda59x/kda59.tar.xz -C .carry && bash .carry/kda59/run.sh",
 #   "carry": [".carry/kda59x"], "timeout_s": 200}
 set -uo pipefail
-D=.carry/kda59
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda59
+ab_call kda59
 for v in base wl; do
   timeout 60 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' \
     2>&1 | grep hashes > "$AB_OUT/hashes_$v.txt"

@@ -6,10 +6,8 @@
 # Device call: {"command": "tar xJf .carry/kda60x/kda60.tar.xz -C .carry && bash .carry/kda60/run.sh",
 #   "carry": [".carry/kda60x"], "timeout_s": 180}
 set -uo pipefail
-D=.carry/kda60
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda60
+ab_call kda60
 for v in base pre; do
   timeout 40 $D/$v/cakegrad_gpu_kda_tests --gtest_filter='KdaKernels.ChunkedBackwardHashesForCrossBuildComparison' \
     2>&1 | grep hashes > "$AB_OUT/hashes_$v.txt"

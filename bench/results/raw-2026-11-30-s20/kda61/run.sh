@@ -16,10 +16,8 @@
 # (Its bench and ncu steps as written then are ab_extras.sh's ab_kda_gate / ab_ncu_kernels since:
 # the same commands.)
 set -uo pipefail
-D=.carry/kda61
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda61
+ab_call kda61
 ab_paired_tails $D "base bal_dm" "B2_T65_H1 B2_T1000_H4_fastdecay" 60 19200000
 echo "== tails at $(ab_el) s"; ab_pack
 ab_kda_gate $D "base bal_dm" 3

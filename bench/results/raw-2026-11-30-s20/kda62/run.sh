@@ -15,10 +15,8 @@
 # Device call: {"command": "tar xJf .carry/kda62x/kda62.tar.xz -C .carry && bash .carry/kda62/run.sh",
 #   "carry": [".carry/kda62x"], "timeout_s": 480}
 set -uo pipefail
-D=.carry/kda62
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda62
+ab_call kda62
 AB_TAIL_TIMEOUT=200 ab_paired_tails $D "base s0g" "B2_T65_H1 B2_T1000_H4_fastdecay" 120 20200000
 echo "== tails at $(ab_el) s"; ab_pack
 # The worst draws of each shape again, s0g beside the sequential backward on the same inputs

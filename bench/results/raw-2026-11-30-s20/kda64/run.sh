@@ -10,10 +10,8 @@
 # (Its bench and ncu steps as written then are ab_extras.sh's ab_kda_gate / ab_ncu_kernels since:
 # the same commands.)
 set -uo pipefail
-D=.carry/kda64
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda64
+ab_call kda64
 ab_paired_tails $D "base ow" "B2_T65_H1" 60 22200000
 echo "== tails at $(ab_el) s"; ab_pack
 ab_kda_gate $D "base ow" 3

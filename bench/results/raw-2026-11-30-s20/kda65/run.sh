@@ -10,10 +10,8 @@
 # (Its bench and ncu steps as written then are ab_extras.sh's ab_kda_gate / ab_ncu_kernels since:
 # the same commands.)
 set -uo pipefail
-D=.carry/kda65
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda65
+ab_call kda65
 ab_paired_tails $D "base c16" "B2_T65_H1" 60 22300000
 echo "== tails at $(ab_el) s"; ab_pack
 ab_kda_gate $D "base c16" 3

@@ -10,15 +10,9 @@
 # Device call: {"command": "tar xJf .carry/acc71x/acc71.tar.xz -C .carry && bash .carry/acc71/run.sh",
 #   "carry": [".carry/acc71x"], "timeout_s": 240}
 set -uo pipefail
-D=.carry/acc71
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start acc71
-ab_tails_start $D "base rn" B2_T63_H2 150 4 28100000
-ab_tails_start $D "base rn" B1_T200_H2_noinit 100 4 28500000
-ab_tails_start $D "base rn" B2_T65_H1 100 4 28900000
-wait
-ab_tails_summary "base rn" "B2_T63_H2 B1_T200_H2_noinit B2_T65_H1"
+ab_call acc71
+ab_tails_pairs $D "base rn" "B2_T63_H2:150:4:28100000 B1_T200_H2_noinit:100:4:28500000 B2_T65_H1:100:4:28900000"
 echo "== tails at $(ab_el) s"; ab_pack
 F=Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference
 for v in base rn; do

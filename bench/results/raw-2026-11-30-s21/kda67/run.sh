@@ -11,17 +11,9 @@
 # Device call: {"command": "tar xJf .carry/kda67x/kda67.tar.xz -C .carry && bash .carry/kda67/run.sh",
 #   "carry": [".carry/kda67x"], "timeout_s": 480}
 set -uo pipefail
-D=.carry/kda67
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda67
-ab_tails_start $D "base gref" B2_T63_H4 150 3 23100000
-ab_tails_start $D "base gref" B2_T65_H4 150 2 23200000
-ab_tails_start $D "base gref" B2_T65_H2 200 3 23300000
-ab_tails_start $D "base gref" B2_T65_H1 200 2 23400000
-ab_tails_start $D "base gref" B1_T200_H2_noinit 100 1 23500000
-wait
-ab_tails_summary "base gref" "B2_T63_H4 B2_T65_H4 B2_T65_H2 B2_T65_H1 B1_T200_H2_noinit"
+ab_call kda67
+ab_tails_pairs $D "base gref" "B2_T63_H4:150:3:23100000 B2_T65_H4:150:2:23200000 B2_T65_H2:200:3:23300000 B2_T65_H1:200:2:23400000 B1_T200_H2_noinit:100:1:23500000"
 echo "== tails at $(ab_el) s"; ab_pack
 ab_kda_gate $D "base gref" 3
 ab_pack

@@ -12,17 +12,9 @@
 # Device call: {"command": "tar xJf .carry/kda68x/kda68.tar.xz -C .carry && bash .carry/kda68/run.sh",
 #   "carry": [".carry/kda68x"], "timeout_s": 480}
 set -uo pipefail
-D=.carry/kda68
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda68
-ab_tails_start $D "base kdlo" B2_T63_H4 150 4 24100000
-ab_tails_start $D "base kdlo" B2_T65_H4 150 3 24500000
-ab_tails_start $D "base kdlo" B2_T65_H2 200 3 24900000
-ab_tails_start $D "base kdlo" B2_T65_H1 200 2 25300000
-ab_tails_start $D "base kdlo" B1_T200_H2_noinit 100 1 25600000
-wait
-ab_tails_summary "base kdlo" "B2_T63_H4 B2_T65_H4 B2_T65_H2 B2_T65_H1 B1_T200_H2_noinit"
+ab_call kda68
+ab_tails_pairs $D "base kdlo" "B2_T63_H4:150:4:24100000 B2_T65_H4:150:3:24500000 B2_T65_H2:200:3:24900000 B2_T65_H1:200:2:25300000 B1_T200_H2_noinit:100:1:25600000"
 echo "== tails at $(ab_el) s"; ab_pack
 ab_kda_gate $D "base kdlo" 3
 ab_pack

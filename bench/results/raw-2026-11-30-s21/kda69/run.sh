@@ -9,10 +9,8 @@
 # Device call: {"command": "tar xJf .carry/kda69x/kda69.tar.xz -C .carry && bash .carry/kda69/run.sh",
 #   "carry": [".carry/kda69x"], "timeout_s": 400}
 set -uo pipefail
-D=.carry/kda69
-AB_OUT=$(mktemp -d)
 source tools/gpu/ab_extras.sh
-ab_start kda69
+ab_call kda69
 ab_kda_gate $D "base ff" 3
 ab_pack
 ab_ncu_kernels $D "base ff" "0 2"
