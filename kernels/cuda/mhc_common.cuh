@@ -91,6 +91,28 @@ __device__ __forceinline__ float LdsClusterF32(uint32_t s) {
   return v;
 }
 
+// L2 eviction policies for streamed data (evict first) and for scratch read back soon (evict
+// last), and the accesses that take them.
+__device__ __forceinline__ uint64_t CreateL2PolicyEvictFirst() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t CreateL2PolicyEvictLast() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void StGlobalF4Hint(float* p, float4 v, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(v.x),
+               "f"(v.y), "f"(v.z), "f"(v.w), "l"(policy)
+               : "memory");
+}
+// Drops a 128-byte line of dead scratch from L2 without writing it back (p 128-byte aligned).
+__device__ __forceinline__ void DiscardL2Line(const void* p) {
+  asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(p) : "memory");
+}
+
 __device__ __forceinline__ float Sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
 __device__ __forceinline__ int Group(int j) { return j < 4 ? 0 : (j < 8 ? 1 : 2); }

@@ -15,10 +15,13 @@
 #include "mhc_common.cuh"
 #include "mhc_tensor_map.h"
 #include "per_device_memo.h"
+#include "reference/mhc_layout.h"
 
 namespace cakegrad::kernels {
 namespace mhc_cuda {
 namespace {
+
+namespace lay = ::cakegrad::kernels::mhc_layout;
 
 // kNTiles n8 token tiles per warp: 2 (64 tokens a CTA, fn re-read from L2 once per 64 tokens)
 // for long inputs; 1 (32 tokens a CTA) when T is short and 64-token CTAs would leave SMs idle.
@@ -351,27 +354,30 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     copies (64 channels each) into one of kStages shared buffers, two stages ahead.
 //   - Per stage each warp multiplies its k on the tensor cores (fresh accumulators: at most 128 k
 //     per warp, so the MMA's truncating FP32 accumulation never runs long), adds hi + lo, and
-//     gets sq from the same MMAs (the diagonal of x x^T). The CTA sums its 8 warps in order; the
-//     cluster sums the 16 CTA partials through distributed shared memory in rank order. CTA r
-//     sums all 24 z and sq of its 2 tokens, whose m = r z and r it writes to stats; with U every
-//     CTA also sums z_0..3 and sq of all 32 tokens, for pre. Without U two warps sum the 2 own
-//     tokens and write m and r at once while the others sum the next stage's CTA partials.
-//   - With kWithU, 4 more warps of each CTA compute pre of the stage's 32 tokens from the CTA's
-//     cluster sums and write U for its channels from the X still in shared memory, while the 8
-//     MMA warps go on with the next stage.
-// The partials are double-buffered by stage parity, and the one cluster barrier a stage is split
-// so that the next stage's MMAs run between its arrive and its wait (see the pipeline below).
+//     gets sq from the same MMAs (the diagonal of x x^T). The CTA sums its 8 warps in order.
+//   - forward_prepare (kWithU): the cluster sums the 16 CTA partials through distributed shared
+//     memory in rank order. CTA r sums all 24 z and sq of its 2 tokens, whose m = r z and r it
+//     writes to stats; every CTA also sums z_0..3 and sq of all 32 tokens, and 4 more warps of
+//     each CTA compute pre from them and write U for its channels from the X still in shared
+//     memory, while the 8 MMA warps go on with the next stage. The partials are double-buffered
+//     by stage parity, and the one cluster barrier a stage is split so that the next stage's MMAs
+//     run between its arrive and its wait (see the pipeline below).
+//   - forward_stats (split-K, without U): the same CTAs without the cluster, CTA b playing rank
+//     b % 16 of cluster b / 16 on its own stages. Its CTA sums go to the forward workspace, and
+//     MhcFwdCoefKernel<.., true> sums each token's 16 in rank order: the same sums in the same
+//     order, so the same bits as forward_prepare's stats, with no cluster barrier a stage and on
+//     every SM (a 16-CTA cluster fits 7 times on the H200: 112 of its 132 SMs). H200, T = 16384
+//     / 4096: 0.183 -> 0.163 / 0.063 -> 0.053 ms (the cluster form without U, which summed a
+//     token's 16 partials in the cluster: bench/results/mhc_h200.md, twenty-third session).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
 // Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
-// without U and for any number of resident clusters.
+// without U and for any number of resident clusters or split-K CTAs.
 // The tuning measured on the H200 (sixth session; bench/results/mhc_h200.md has the numbers):
 // 32-token stages through 3 buffers (16-token stages were slower); 2 warps a stream, 8 a CTA (16
 // were slower, and racecheck flagged their paired sums); the relaxed arrive (one release by warp 0
 // after a block barrier: faster forward_stats, equal forward_prepare); sq on the tensor cores,
-// unpadded swizzled warp partials summed 4 tokens a thread, own-token cluster sums only without
-// U, and two n8 token tiles a step (together 0.239 -> 0.206 ms stats, 0.337 -> 0.309 ms prepare
-// at T = 16384); without U the own-token sums in two own warps from token-major CTA partials
-// (helper mhc9: stats 0.204 -> 0.187 ms at T = 16384, 0.070 -> 0.064 at T = 4096); with U, U
+// unpadded swizzled warp partials summed 4 tokens a thread, and two n8 token tiles a step
+// (together 0.239 -> 0.206 ms stats, 0.337 -> 0.309 ms prepare at T = 16384); with U, U
 // written by 4 warps of its own (helper mhc12: prepare 0.307 -> 0.287 ms at T = 16384, 0.097 ->
 // 0.092 at T = 4096); with U, the release arrive by the last MMA warp and pre computed by the U
 // warps, so that no MMA warp does more than multiply and sum between its block barriers (helper
@@ -425,11 +431,6 @@ struct FwdClusterTraits {
   static constexpr int kSmemBytes =
       kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + kUFloats) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
-  // Without U: warps that sum the CTA's own tokens over the cluster, kOwnTok / kOwnWarps tokens
-  // each with lane v holding value v; the other warps sum the next stage's CTA partials. Two
-  // (one token each) measured faster than one (H200, T = 16384: 0.187 vs 0.194 ms), though the
-  // 192 other threads then need two passes for 8 of the CTA sums' 200 items.
-  static constexpr int kOwnWarps = 2;
   // With U: warps that only compute pre and write U, beside the kWarps that multiply and sum.
   // U of stage s then runs while the other warps multiply stage s + 1 and sum stage s + 1 over
   // the cluster, rather than between their block barriers; its inputs (the cluster sums of
@@ -457,9 +458,7 @@ struct FwdClusterTraits {
   static_assert(kMmaRegs * kThreads + kURegs * kUThreads <= kLaunchRegs * (kThreads + kUThreads),
                 "the MMA warps take only what the U warps give back");
   static_assert(kMmaRegs % 8 == 0 && kURegs % 8 == 0, "setmaxnreg takes multiples of 8");
-  static_assert(kOwnTok % kOwnWarps == 0, "own tokens split evenly over the own warps");
   static_assert(kVals <= 32, "one lane a value in the own-token sums");
-  static_assert(kOwnWarps < kWarps, "warps left for the CTA sums");
   static_assert(kG >= 1 && kG <= 4, "fn fragments take 48 kG / kSplit registers");
   static_assert(kStageTok % kCtas == 0, "each CTA owns whole tokens of a stage");
   static_assert(kChunksPerThread * kThreads == kStageTok * kRowChunks, "copies divide evenly");
@@ -601,7 +600,8 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     MhcFwdClusterKernel(const __grid_constant__ CUtensorMap xmap, const float* __restrict__ fn,
                         const float* __restrict__ scale, const float* __restrict__ base,
                         float* __restrict__ stats, uint16_t* __restrict__ U, int64_t T,
-                        float rms_eps, float hc_eps) {
+                        float rms_eps, float hc_eps, float* __restrict__ partials,
+                        int64_t part_tokens) {
   constexpr int kG = Tr::kGroups;  // 32-k groups of this warp
   constexpr int64_t C = Tr::kC;
   constexpr int64_t K = 4 * C;
@@ -651,8 +651,11 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   }
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  const int rank = static_cast<int>(ClusterCtaRank());
-  const int64_t cluster = ClusterId(), nclusters = ClusterCount();
+  // Without U (split-K) CTA b plays rank b % kCtas of cluster b / kCtas.
+  const int rank =
+      kWithU ? static_cast<int>(ClusterCtaRank()) : static_cast<int>(blockIdx.x % Tr::kCtas);
+  const int64_t cluster = kWithU ? ClusterId() : blockIdx.x / Tr::kCtas;
+  const int64_t nclusters = kWithU ? ClusterCount() : gridDim.x / Tr::kCtas;
   const int64_t nstages = ClusterStages<Tr>(T, cluster, nclusters);
   const int stream = warp / Tr::kSplit, part = warp % Tr::kSplit;
   const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;  // first channel of the slice
@@ -687,14 +690,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   // as [4T, C], each landing as [token][stream] rows of 64 channels, swizzled (see kBoxCh); rows
   // past 4T are zero-filled, so tokens past T give zero sums (never written).
   if constexpr (!kWithU) __syncthreads();  // the barriers' init, before the first copy
-  // Block barrier of the warps that multiply and sum (with U the U warps run apart).
-  auto sync = [&]() {
-    if constexpr (kWithU) {
-      NamedBarrierSync(1, Tr::kThreads);
-    } else {
-      __syncthreads();
-    }
-  };
   auto stage_x = [&](int64_t s) {
     if (tid != 0 || s >= nstages) return;
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
@@ -702,9 +697,16 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     MbarArriveExpectTx(&full_bar[b], Tr::kStageBytes);
 #pragma unroll
     for (int j = 0; j < Tr::kBoxes; ++j) {
-      TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes + j * Tr::kBoxBytes), &xmap,
-                static_cast<int>(ch0) + j * Tr::kBoxCh, static_cast<int>(4 * t0),
-                SmemAddr(&full_bar[b]));
+      if constexpr (!kWithU) {
+        // X is read once: it should not push the partials (evict last, below) out of L2.
+        TmaLoad2DHint(SmemAddr(xbuf + b * Tr::kStageBytes + j * Tr::kBoxBytes), &xmap,
+                      static_cast<int>(ch0) + j * Tr::kBoxCh, static_cast<int>(4 * t0),
+                      SmemAddr(&full_bar[b]), CreateL2PolicyEvictFirst());
+      } else {
+        TmaLoad2D(SmemAddr(xbuf + b * Tr::kStageBytes + j * Tr::kBoxBytes), &xmap,
+                  static_cast<int>(ch0) + j * Tr::kBoxCh, static_cast<int>(4 * t0),
+                  SmemAddr(&full_bar[b]));
+      }
     }
   };
   const uint32_t cpart_s = SmemAddr(cpart);
@@ -786,160 +788,154 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       }
     }
   };
-  // cpart's float of value v of stage token tok. With U [v][tok]: the CTA sums store 4 tokens as
-  // a float4 and the cluster sums of z_0..3 and sq read consecutive tokens. Without U [tok][v]:
-  // the own warps' lanes read one token's 25 values from each CTA without bank conflicts. In
-  // [v][tok] all 25 lanes hit one bank: forward_stats took 0.260 ms instead of 0.204 (main) at
-  // T = 16384, and [tok][v] 0.194 (one own warp, H200).
-  constexpr bool kTokMajor = !kWithU;
-  auto cp_index = [](int v, int tok) {
-    return kTokMajor ? tok * Tr::kVals + v : v * Tr::kStageTok + tok;
-  };
-  // The CTA's partials of stage s: its warps' slots summed in order, into parity s % 2, 4 tokens a
-  // thread (the swizzle moves whole 8-token groups); thread i0 of n sums items i0, i0 + n, ...
-  auto cta_sum = [&](int64_t s, int i0, int n) {
-    float* cp = cpart + (s & 1) * Tr::kCpartFloats;
-    constexpr int kQuads = Tr::kStageTok / 4;
-    for (int i = i0; i < Tr::kVals * kQuads; i += n) {
-      const int v = i / kQuads, tok = 4 * (i % kQuads);
-      const float* w0 = wpart + wp_index(v, tok);
-      float4 sum = *reinterpret_cast<const float4*>(w0);
+  if constexpr (!kWithU) {
+    // Split-K: one stage at a time, its MMAs, then its CTA sums to partials while the next stages
+    // land. Thread (tok, vq) sums values 4 vq .. 4 vq + 3 of token tok over the warps' slots in
+    // order (past sq: zeros) into one 16-byte store; a warp's 32 tokens read 32 distinct banks of
+    // each slot.
+    for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
+    for (int64_t s = 0; s < nstages; ++s) {
+      multiply(s);
+      __syncthreads();  // wpart holds stage s; its X buffer is free
+      stage_x(s + Tr::kStages);
+      const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+      constexpr int kQuadsV = static_cast<int>(lay::kFwdRow / 4);
+      if (tid < kQuadsV * Tr::kStageTok) {
+        const int tok = tid % Tr::kStageTok, vq = tid / Tr::kStageTok;
+        float o[4];
 #pragma unroll
-      for (int w = 1; w < Tr::kWarps; ++w) {
-        const float4 p = *reinterpret_cast<const float4*>(w0 + w * Tr::kVals * Tr::kWStride);
-        sum.x += p.x;
-        sum.y += p.y;
-        sum.z += p.z;
-        sum.w += p.w;
+        for (int e = 0; e < 4; ++e) {
+          const int v = 4 * vq + e;
+          float sum = 0.0f;
+          if (v < Tr::kVals) {
+            sum = wpart[wp_index(v, tok)];
+#pragma unroll
+            for (int w = 1; w < Tr::kWarps; ++w) {
+              sum += wpart[w * Tr::kVals * Tr::kWStride + wp_index(v, tok)];
+            }
+          }
+          o[e] = sum;
+        }
+        // Kept in L2 for the coefficient kernel, which drops them after reading.
+        StGlobalF4Hint(partials + ((rank * part_tokens + t0 + tok) * lay::kFwdRow + 4 * vq),
+                       make_float4(o[0], o[1], o[2], o[3]), CreateL2PolicyEvictLast());
       }
-      if (kTokMajor) {
-        cp[cp_index(v, tok)] = sum.x;
-        cp[cp_index(v, tok + 1)] = sum.y;
-        cp[cp_index(v, tok + 2)] = sum.z;
-        cp[cp_index(v, tok + 3)] = sum.w;
-      } else {
-        *reinterpret_cast<float4*>(cp + v * Tr::kStageTok + tok) = sum;
+      __syncthreads();  // wpart is read
+    }
+    return;
+  } else {
+    // Block barrier of the warps that multiply and sum (the U warps run apart).
+    auto sync = [&]() { NamedBarrierSync(1, Tr::kThreads); };
+    // cpart's float of value v of stage token tok, [v][tok]: the CTA sums store 4 tokens as a
+    // float4 and the cluster sums of z_0..3 and sq read consecutive tokens.
+    auto cp_index = [](int v, int tok) { return v * Tr::kStageTok + tok; };
+    // The CTA's partials of stage s: its warps' slots summed in order, into parity s % 2, 4 tokens
+    // a thread (the swizzle moves whole 8-token groups); thread i0 of n sums items i0, i0 + n, ...
+    auto cta_sum = [&](int64_t s, int i0, int n) {
+      float* cp = cpart + (s & 1) * Tr::kCpartFloats;
+      constexpr int kQuads = Tr::kStageTok / 4;
+      for (int i = i0; i < Tr::kVals * kQuads; i += n) {
+        const int v = i / kQuads, tok = 4 * (i % kQuads);
+        const float* w0 = wpart + wp_index(v, tok);
+        float4 sum = *reinterpret_cast<const float4*>(w0);
+#pragma unroll
+        for (int w = 1; w < Tr::kWarps; ++w) {
+          const float4 p = *reinterpret_cast<const float4*>(w0 + w * Tr::kVals * Tr::kWStride);
+          sum.x += p.x;
+          sum.y += p.y;
+          sum.z += p.z;
+          sum.w += p.w;
+        }
+        *reinterpret_cast<float4*>(cp + cp_index(v, tok)) = sum;
       }
-    }
-  };
-  // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre: into the
-  // stage parity's zs_all, handed to the U warps through zs_full), z_4..23 of this CTA's tokens.
-  // between() runs while the thread's 16 DSMEM loads are in flight (the next stage's CTA sum:
-  // local shared loads that do not wait for them); it needs the MMA warps' kMmaRegs. Loading
-  // token pairs instead (8-byte DSMEM loads, two lanes a pair: ranks 0..7, then 8..15 added to
-  // the first lane's sum after a shuffle, the same bits) was 39% slower (0.3366 vs 0.2426 ms at
-  // T = 16384, H200, helper mhc15).
-  auto cluster_sum = [&](int64_t s, int idx, auto&& between) {
-    // Thread idx sums into zs[idx] (zs_all, then zs_own order).
-    int v = -1, tok = 0;
-    if (idx < 5 * Tr::kStageTok) {
-      v = idx / Tr::kStageTok;
-      tok = idx % Tr::kStageTok;
-      v = v < 4 ? v : kLogits;
-    } else if (idx < 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok) {
-      const int i = idx - 5 * Tr::kStageTok;
-      v = 4 + i / Tr::kOwnTok;
-      tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
-    }
-    float p[Tr::kCtas];
-    if (v >= 0) {
-      const uint32_t addr =
-          cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
-#pragma unroll
-      for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
-    }
-    between();
-    if (v >= 0) {
-      float sum = p[0];
-#pragma unroll
-      for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
+    };
+    // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre: into
+    // the stage parity's zs_all, handed to the U warps through zs_full), z_4..23 of this CTA's
+    // tokens. between() runs while the thread's 16 DSMEM loads are in flight (the next stage's CTA
+    // sum: local shared loads that do not wait for them); it needs the MMA warps' kMmaRegs. Loading
+    // token pairs instead (8-byte DSMEM loads, two lanes a pair: ranks 0..7, then 8..15 added to
+    // the first lane's sum after a shuffle, the same bits) was 39% slower (0.3366 vs 0.2426 ms at
+    // T = 16384, H200, helper mhc15).
+    auto cluster_sum = [&](int64_t s, int idx, auto&& between) {
+      // Thread idx sums into zs[idx] (zs_all, then zs_own order).
+      int v = -1, tok = 0;
       if (idx < 5 * Tr::kStageTok) {
-        // zs_all of this parity was last read by the U warps for stage s - 2.
-        if (s >= 2) MbarWait(&zs_empty[s & 1], static_cast<uint32_t>(((s >> 1) - 1) & 1));
-        ((s & 1) ? zs1 : zs)[idx] = sum;
-        MbarArrive(&zs_full[s & 1]);
+        v = idx / Tr::kStageTok;
+        tok = idx % Tr::kStageTok;
+        v = v < 4 ? v : kLogits;
+      } else if (idx < 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok) {
+        const int i = idx - 5 * Tr::kStageTok;
+        v = 4 + i / Tr::kOwnTok;
+        tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
+      }
+      float p[Tr::kCtas];
+      if (v >= 0) {
+        const uint32_t addr =
+            cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
+#pragma unroll
+        for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
+      }
+      between();
+      if (v >= 0) {
+        float sum = p[0];
+#pragma unroll
+        for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
+        if (idx < 5 * Tr::kStageTok) {
+          // zs_all of this parity was last read by the U warps for stage s - 2.
+          if (s >= 2) MbarWait(&zs_empty[s & 1], static_cast<uint32_t>(((s >> 1) - 1) & 1));
+          ((s & 1) ? zs1 : zs)[idx] = sum;
+          MbarArrive(&zs_full[s & 1]);
+        } else {
+          zs[idx] = sum;
+        }
+      }
+    };
+    // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
+    auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
+    auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
+    // z_v (v < 24) or sq (v = 24) of own token i of stage s.
+    auto own_val = [&](int64_t s, int v, int i) {
+      const float* za = (s & 1) ? zs1 : zs;
+      return v < 4 || v == kLogits ? za[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
+    };
+    // With U: m and r of this CTA's tokens of stage s, warps 0 and 1 (pre is the U warps').
+    auto coefficients = [&](int64_t s) {
+      const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+      if (tid < Tr::kVals * Tr::kOwnTok) {
+        const int own = tid / Tr::kVals, v = tid % Tr::kVals;
+        const int tok = rank * Tr::kOwnTok + own;
+        const int64_t t = t0 + tok;
+        if (t < T) {
+          const float r = RmsInv(own_val(s, kLogits, own), C, rms_eps);
+          stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(s, v, own) : r;
+        }
+      }
+    };
+    // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
+    // between the arrive that publishes stage s's partials and the wait before reading them, so
+    // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
+    // Arrive k (k = 0 before the loop, k = s + 1 in iteration s) follows this CTA's
+    // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
+    // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
+    // which every CTA has finished reading by then: two parities suffice.
+    // X buffer s % kStages is refilled (by a U warp) once U of stage s is written.
+    // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
+    // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
+    // other warps arrive without a fence. The last warp releases: its fence (MEMBAR.GPU in SASS)
+    // then does not wait for the stats stores of warps 0 and 1, and does not delay a warp that has
+    // other work before the next stage's MMAs (warp 0 released until helper mhc14, with its
+    // coefficient step behind the fence: prepare 0.289 ms at T = 16384, 0.267 with warp 7).
+    auto arrive = [&]() {
+      if (warp != Tr::kWarps - 1) {
+        ClusterArriveRelaxed();
       } else {
-        zs[idx] = sum;
+        ClusterArrive();
       }
-    }
-  };
-  // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
-  auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
-  auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
-  // z_v (v < 24) or sq (v = 24) of own token i of stage s.
-  auto own_val = [&](int64_t s, int v, int i) {
-    const float* za = (s & 1) ? zs1 : zs;
-    return v < 4 || v == kLogits ? za[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
-  };
-  // Without U: own warp w's sums of stage s, the same rank-order sums as cluster_sum's (the same
-  // bits), and m = r z and r of its tokens to stats. No coefficient step and no zs round trip,
-  // while the other warps sum the next stage's CTA partials.
-  auto own_stats = [&](int64_t s) {
-    constexpr int kTok = Tr::kOwnTok / Tr::kOwnWarps;
-    const int v = lane < Tr::kVals ? lane : kLogits;  // lanes past sq repeat it, unwritten
-    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-    float p[kTok][Tr::kCtas];
-#pragma unroll
-    for (int i = 0; i < kTok; ++i) {
-      const int tok = rank * Tr::kOwnTok + warp * kTok + i;
-      const uint32_t addr =
-          cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
-#pragma unroll
-      for (int r = 0; r < Tr::kCtas; ++r) p[i][r] = LdsClusterF32(MapaShared(addr, r));
-    }
-#pragma unroll
-    for (int i = 0; i < kTok; ++i) {
-      float sum = p[i][0];
-#pragma unroll
-      for (int r = 1; r < Tr::kCtas; ++r) sum += p[i][r];
-      const float rinv = RmsInv(__shfl_sync(0xffffffffu, sum, kLogits), C, rms_eps);
-      const int64_t t = t0 + rank * Tr::kOwnTok + warp * kTok + i;
-      if (lane < Tr::kVals && t < T) {
-        stats[t * kMhcStatsWidth + lane] = lane < kLogits ? rinv * sum : rinv;
-      }
-    }
-  };
-  // With U: m and r of this CTA's tokens of stage s, warps 0 and 1 (pre is the U warps').
-  auto coefficients = [&](int64_t s) {
-    if (!kWithU) return;
-    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-    if (tid < Tr::kVals * Tr::kOwnTok) {
-      const int own = tid / Tr::kVals, v = tid % Tr::kVals;
-      const int tok = rank * Tr::kOwnTok + own;
-      const int64_t t = t0 + tok;
-      if (t < T) {
-        const float r = RmsInv(own_val(s, kLogits, own), C, rms_eps);
-        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(s, v, own) : r;
-      }
-    }
-  };
-  // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
-  // between the arrive that publishes stage s's partials and the wait before reading them, so
-  // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
-  // Arrive k (k = 0 before the loop, k = s + 1 in iteration s) follows this CTA's
-  // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
-  // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
-  // which every CTA has finished reading by then: two parities suffice.
-  // X buffers: with U, buffer s % kStages is refilled (by a U warp) once U of stage s is written;
-  // without U, once stage s's MMAs are done, which keeps one more stage in flight.
-  // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
-  // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
-  // other warps arrive without a fence. The last warp releases: its fence (MEMBAR.GPU in SASS)
-  // then does not wait for the stats stores of warps 0 and 1, and does not delay a warp that has
-  // other work before the next stage's MMAs (with U, warp 0 released until helper mhc14, with its
-  // coefficient step behind the fence: prepare 0.289 ms at T = 16384, 0.267 with warp 7).
-  auto arrive = [&]() {
-    if (warp != Tr::kWarps - 1) {
-      ClusterArriveRelaxed();
-    } else {
-      ClusterArrive();
-    }
-  };
-  // Stage s + 1's CTA sum (if any) and stage s's cluster sum (if s >= 0), after the block
-  // barrier that follows stage s + 1's MMAs.
-  auto reduce = [&](int64_t s, bool next) {
-    if (s >= 0) ClusterWait();
-    if (kWithU) {
+    };
+    // Stage s + 1's CTA sum (if any) and stage s's cluster sum (if s >= 0), after the block
+    // barrier that follows stage s + 1's MMAs.
+    auto reduce = [&](int64_t s, bool next) {
+      if (s >= 0) ClusterWait();
       auto next_cta_sum = [&]() {
         if (next) cta_sum(s + 1, tid, Tr::kThreads);
       };
@@ -948,33 +944,27 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       } else {
         next_cta_sum();
       }
-    } else if (warp < Tr::kOwnWarps) {
-      if (s >= 0) own_stats(s);
-    } else if (next) {
-      cta_sum(s + 1, tid - 32 * Tr::kOwnWarps, Tr::kThreads - 32 * Tr::kOwnWarps);
+    };
+    for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
+    if (nstages > 0) {
+      multiply(0);
+      sync();
+      reduce(-1, true);
     }
-  };
-  for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
-  if (nstages > 0) {
-    multiply(0);
     sync();
-    if (!kWithU) stage_x(Tr::kStages);
-    reduce(-1, true);
-  }
-  sync();
-  arrive();
-  for (int64_t s = 0; s < nstages; ++s) {
-    const bool next = s + 1 < nstages;
-    if (next) multiply(s + 1);
-    sync();  // wpart holds stage s + 1; the previous stage's zs is consumed
-    if (!kWithU && next) stage_x(s + 1 + Tr::kStages);
-    reduce(s, next);
-    sync();  // zs complete; wpart free for stage s + 2
     arrive();
-    coefficients(s);
+    for (int64_t s = 0; s < nstages; ++s) {
+      const bool next = s + 1 < nstages;
+      if (next) multiply(s + 1);
+      sync();  // wpart holds stage s + 1; the previous stage's zs is consumed
+      reduce(s, next);
+      sync();  // zs complete; wpart free for stage s + 2
+      arrive();
+      coefficients(s);
+    }
+    // No CTA may leave while another can still read its partials.
+    ClusterWait();
   }
-  // No CTA may leave while another can still read its partials.
-  ClusterWait();
 }
 
 // The rest of the stats record from m = r z and r (floats 0..24, written by the cluster
@@ -992,20 +982,68 @@ __device__ __forceinline__ float Sum4(float v, int m1, int m2) {
   return v + __shfl_xor_sync(0xffffffffu, v, m2);
 }
 
+// kFold (forward_stats' split-K path): m = r z and r are first made here from the 16 rank
+// partials of the token (MhcFwdClusterKernel<.., false>), summed in rank order as the cluster sum
+// of forward_prepare sums them (the same bits): lane e sums values e and e + 16 (sq at 24 on lane
+// 8), so that every lane loads one or two floats of each rank's row.
+template <typename Tr, bool kFold>
 __global__ void __launch_bounds__(kCoefThreads)
     MhcFwdCoefKernel(const float* __restrict__ scale, const float* __restrict__ base,
-                     float* __restrict__ stats, int64_t T, float hc_eps, int iters) {
+                     float* __restrict__ stats, int64_t T, float hc_eps, int iters,
+                     const float* __restrict__ partials, int64_t part_tokens, float rms_eps,
+                     bool discard) {
   const int e = threadIdx.x % 16;
   int64_t t = blockIdx.x * static_cast<int64_t>(kCoefTokens) + threadIdx.x / 16;
   const bool valid = t < T;
   t = valid ? t : T - 1;  // whole warps stay in the shuffles
   float* st = stats + t * kMhcStatsWidth;
+  float m_e, m_8e;  // m_e (lanes 0..7) and m_{8 + e}
+  if constexpr (kFold) {
+    constexpr int kHi = Tr::kVals - 16;  // lanes with a second value (16 + e), sq's among them
+    const float* p = partials + t * lay::kFwdRow + e;
+    const int64_t rank_stride = part_tokens * lay::kFwdRow;
+    float z0 = __ldg(p), z1 = e < kHi ? __ldg(p + 16) : 0.0f;
+#pragma unroll
+    for (int r = 1; r < Tr::kCtas; ++r) {
+      z0 += __ldg(p + r * rank_stride);
+      if (e < kHi) z1 += __ldg(p + r * rank_stride + 16);
+    }
+    const float rinv = RmsInv(__shfl_sync(0xffffffffu, z1, kLogits - 16, 16), Tr::kC, rms_eps);
+    const float m0 = rinv * z0, m1 = rinv * z1;
+    if (valid) {
+      st[e] = m0;
+      if (e < kHi - 1) st[16 + e] = m1;
+      if (e == kHi - 1) st[kLogits] = rinv;
+    }
+    m_e = m0;
+    // The block's rows of every rank are dead now: 8 tokens x kFwdRow floats = 7 whole 128-byte
+    // lines a rank (the block's first token is a multiple of 8), dropped without a write-back.
+    static_assert(kCoefTokens * lay::kFwdRow * 4 % 128 == 0, "a block's rows are whole lines");
+    constexpr int kLines = kCoefTokens * lay::kFwdRow * 4 / 128;
+    static_assert(Tr::kCtas * kLines <= kCoefThreads, "a line a thread");
+    if (discard) {
+      __syncthreads();
+      if (threadIdx.x < Tr::kCtas * kLines) {
+        const int r = threadIdx.x / kLines, line = threadIdx.x % kLines;
+        DiscardL2Line(
+            reinterpret_cast<const unsigned char*>(
+                partials + (r * part_tokens + blockIdx.x * int64_t{kCoefTokens}) * lay::kFwdRow) +
+            128 * line);
+      }
+    }
+    const float from_lo = __shfl_sync(0xffffffffu, m0, (e + 8) & 15, 16);
+    const float from_hi = __shfl_sync(0xffffffffu, m1, (e + 8) & 15, 16);
+    m_8e = e < 8 ? from_lo : from_hi;
+  } else {
+    m_e = e < 8 ? st[e] : 0.0f;
+    m_8e = st[8 + e];
+  }
   // Lanes 0..7: pre (0..3) and post (4..7).
   if (e < 8 && valid) {
-    const float l = fmaf(st[e], scale[Group(e)], base[e]);
+    const float l = fmaf(m_e, scale[Group(e)], base[e]);
     st[25 + e] = e < 4 ? Sigmoid(l) + hc_eps : 2.0f * Sigmoid(l);
   }
-  const float L = fmaf(st[8 + e], scale[2], base[8 + e]);
+  const float L = fmaf(m_8e, scale[2], base[8 + e]);
   float mx = fmaxf(L, __shfl_xor_sync(0xffffffffu, L, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   const float ex = expf(L - mx);
@@ -1073,13 +1111,18 @@ Status SplitFn(const char* name, const float* fn, int64_t C, void* workspace, cu
 // 0.095 at T = 4096 (each alone: sq 0.231 / 0.327, + lean 0.211 / 0.307, + 2 tiles 0.206 /
 // 0.309 at T = 16384).
 using ClusterTr = FwdClusterTraits<4>;
+static_assert(lay::kFwdSliceC == ClusterTr::kC && lay::kFwdRanks == ClusterTr::kCtas &&
+                  lay::kFwdVals == ClusterTr::kVals && lay::kFwdStageTok == ClusterTr::kStageTok &&
+                  lay::kFwdRow % 4 == 0 && lay::kFwdRow >= lay::kFwdVals &&
+                  lay::kFwdRow / 4 * ClusterTr::kStageTok <= ClusterTr::kThreads,
+              "the workspace's split-K partials are the cluster kernel's CTA sums");
 
-cudaLaunchConfig_t ClusterConfig(int clusters, bool with_u, cudaStream_t stream,
-                                 cudaLaunchAttribute* attr) {
+// forward_prepare's launch: clusters of kCtas CTAs with their U warps.
+cudaLaunchConfig_t ClusterConfig(int clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
   using Tr = ClusterTr;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * Tr::kCtas));
-  cfg.blockDim = dim3(Tr::kThreads + (with_u ? Tr::kUThreads : 0));
+  cfg.blockDim = dim3(Tr::kThreads + Tr::kUThreads);
   cfg.dynamicSmemBytes = Tr::kSmemBytes;
   cfg.stream = stream;
   attr->id = cudaLaunchAttributeClusterDimension;
@@ -1091,9 +1134,8 @@ cudaLaunchConfig_t ClusterConfig(int clusters, bool with_u, cudaStream_t stream,
   return cfg;
 }
 
-template <bool kWithU>
 Status PrepareClusterKernel(const char* name, int* max_clusters) {
-  auto kernel = MhcFwdClusterKernel<ClusterTr, kWithU>;
+  auto kernel = MhcFwdClusterKernel<ClusterTr, true>;
   MHC_RETURN_IF_ERROR(
       CudaStatus(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       ClusterTr::kSmemBytes),
@@ -1101,7 +1143,7 @@ Status PrepareClusterKernel(const char* name, int* max_clusters) {
   MHC_RETURN_IF_ERROR(CudaStatus(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), name));
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = ClusterConfig(1, kWithU, nullptr, &attr);
+  const cudaLaunchConfig_t cfg = ClusterConfig(1, nullptr, &attr);
   return CudaStatus(cudaOccupancyMaxActiveClusters(max_clusters, kernel, &cfg), name);
 }
 
@@ -1116,20 +1158,46 @@ Status ActiveClusters(const char* name, int64_t C, int* clusters) {
   int device = 0;
   MHC_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), name));
   return g_active_clusters.Get(
+      device, [name](int* n) { return PrepareClusterKernel(name, n); }, clusters);
+}
+
+unsigned CoefBlocks(int64_t T) {
+  return static_cast<unsigned>((T + kCoefTokens - 1) / kCoefTokens);
+}
+
+// forward_stats' split-K kernel: as many CTAs as fit at once, in whole rank sets (its CTAs do not
+// wait on each other, so this is a choice of speed only; the bits do not depend on it).
+PerDeviceMemo g_split_k_groups;
+
+Status SplitKGroups(const char* name, int* groups) {
+  int device = 0;
+  MHC_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), name));
+  return g_split_k_groups.Get(
       device,
-      [name](int* n) {
-        int with_u = 0, without_u = 0;
-        MHC_RETURN_IF_ERROR(PrepareClusterKernel<true>(name, &with_u));
-        MHC_RETURN_IF_ERROR(PrepareClusterKernel<false>(name, &without_u));
-        *n = with_u < without_u ? with_u : without_u;
+      [name, device](int* n) {
+        auto kernel = MhcFwdClusterKernel<ClusterTr, false>;
+        MHC_RETURN_IF_ERROR(
+            CudaStatus(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            ClusterTr::kSmemBytes),
+                       name));
+        int per_sm = 0, sms = 0;
+        MHC_RETURN_IF_ERROR(
+            CudaStatus(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                           &per_sm, kernel, ClusterTr::kThreads, ClusterTr::kSmemBytes),
+                       name));
+        MHC_RETURN_IF_ERROR(
+            CudaStatus(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), name));
+        const int g = per_sm * sms / ClusterTr::kCtas;
+        *n = g > 1 ? g : 1;
         return OkStatus();
       },
-      clusters);
+      groups);
 }
 
 Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, const float* scale,
                       const float* base, float* stats, uint16_t* U, int64_t T, float rms_eps,
-                      float hc_eps, int iters, int max_clusters, cudaStream_t stream) {
+                      float hc_eps, int iters, int max_clusters, void* workspace,
+                      cudaStream_t stream) {
   using Tr = ClusterTr;
   // The tensor copy's row coordinate (4 t) is 32-bit.
   if (T >= (int64_t{1} << 29)) {
@@ -1143,17 +1211,33 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, cons
   MHC_RETURN_IF_ERROR(EncodeTiledMap(&xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, X, dims, strides,
                                      box, CU_TENSOR_MAP_SWIZZLE_128B, name));
   const int64_t groups = (T + Tr::kStageTok - 1) / Tr::kStageTok;
-  const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = ClusterConfig(clusters, U != nullptr, stream, &attr);
-  auto* kernel =
-      U != nullptr ? MhcFwdClusterKernel<ClusterTr, true> : MhcFwdClusterKernel<ClusterTr, false>;
-  MHC_RETURN_IF_ERROR(CudaStatus(
-      cudaLaunchKernelEx(&cfg, kernel, xmap, fn, scale, base, stats, U, T, rms_eps, hc_eps), name));
-  MHC_RETURN_IF_ERROR(LaunchStatus(name));
-  const int64_t coef_blocks = (T + kCoefTokens - 1) / kCoefTokens;
-  MhcFwdCoefKernel<<<static_cast<unsigned>(coef_blocks), kCoefThreads, 0, stream>>>(
-      scale, base, stats, T, hc_eps, iters);
+  if (U == nullptr) {
+    float* partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) +
+                                               lay::ForwardFnSplitBytes(Tr::kC));
+    const int64_t part_tokens = lay::FwdPartialsTokens(T);
+    int max_groups = 0;
+    MHC_RETURN_IF_ERROR(SplitKGroups(name, &max_groups));
+    const int64_t g = groups < max_groups ? groups : max_groups;
+    MhcFwdClusterKernel<ClusterTr, false>
+        <<<static_cast<unsigned>(g * Tr::kCtas), Tr::kThreads, Tr::kSmemBytes, stream>>>(
+            xmap, fn, scale, base, stats, nullptr, T, rms_eps, hc_eps, partials, part_tokens);
+    MHC_RETURN_IF_ERROR(LaunchStatus(name));
+    MhcFwdCoefKernel<ClusterTr, true><<<CoefBlocks(T), kCoefThreads, 0, stream>>>(
+        scale, base, stats, T, hc_eps, iters, partials, part_tokens, rms_eps,
+        reinterpret_cast<uintptr_t>(partials) % 128 == 0);
+    return LaunchStatus(name);
+  } else {
+    const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = ClusterConfig(clusters, stream, &attr);
+    MHC_RETURN_IF_ERROR(CudaStatus(
+        cudaLaunchKernelEx(&cfg, MhcFwdClusterKernel<ClusterTr, true>, xmap, fn, scale, base, stats,
+                           U, T, rms_eps, hc_eps, static_cast<float*>(nullptr), int64_t{0}),
+        name));
+    MHC_RETURN_IF_ERROR(LaunchStatus(name));
+  }
+  MhcFwdCoefKernel<ClusterTr, false><<<CoefBlocks(T), kCoefThreads, 0, stream>>>(
+      scale, base, stats, T, hc_eps, iters, nullptr, 0, rms_eps, false);
   return LaunchStatus(name);
 }
 
@@ -1215,7 +1299,7 @@ Status Forward(const char* name, const uint16_t* X, const float* fn, const float
   MHC_RETURN_IF_ERROR(ActiveClusters(name, C, &clusters));
   if (clusters > 0) {
     return ForwardCluster(name, X, fn, scale, base, stats, U, T, rms_eps, hc_eps, iters, clusters,
-                          stream);
+                          workspace, stream);
   }
   MHC_RETURN_IF_ERROR(SplitFn(name, fn, C, workspace, stream));
   MHC_RETURN_IF_ERROR(

@@ -52,4 +52,20 @@ constexpr int64_t BwdFinishPartialsBytes(int64_t T, int64_t C) {
 // Forward: room for a split (hi, lo) BF16 copy of fn, [48, 4C], for tensor-core paths.
 constexpr int64_t ForwardFnSplitBytes(int64_t C) { return AlignUp(2 * kMhcLogits * 4 * C * 2); }
 
+// forward_stats at C = kFwdSliceC: the cluster kernel's per-rank CTA sums (z_0..23, sq of each
+// token, one per k-slice rank), written by independent CTAs and summed in rank order by a second
+// kernel; floats [kFwdRanks][T rounded up to kFwdStageTok][kFwdRow] (a token's values, padded to
+// 16 bytes). Sized for that C whatever the device, so the size query stays a function of (T, C).
+constexpr int64_t kFwdSliceC = 4096;
+constexpr int64_t kFwdRanks = 16;
+constexpr int64_t kFwdVals = kMhcLogits + 1;
+constexpr int64_t kFwdRow = 28;
+constexpr int64_t kFwdStageTok = 32;
+constexpr int64_t FwdPartialsTokens(int64_t T) {
+  return (T + kFwdStageTok - 1) / kFwdStageTok * kFwdStageTok;
+}
+constexpr int64_t ForwardPartialsBytes(int64_t T, int64_t C) {
+  return C == kFwdSliceC ? AlignUp(kFwdRanks * FwdPartialsTokens(T) * kFwdRow * 4) : 0;
+}
+
 }  // namespace cakegrad::kernels::mhc_layout

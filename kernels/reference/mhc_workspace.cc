@@ -7,7 +7,7 @@ namespace cakegrad::kernels {
 
 int64_t MhcForwardWorkspaceBytes(int64_t T, int64_t C) {
   if (!mhc_layout::ValidShape(T, C)) return 0;
-  return mhc_layout::ForwardFnSplitBytes(C);
+  return mhc_layout::ForwardFnSplitBytes(C) + mhc_layout::ForwardPartialsBytes(T, C);
 }
 
 int64_t MhcBackwardPrepareWorkspaceBytes(int64_t T, int64_t C) {
