@@ -1072,7 +1072,8 @@ int StreamGrid(int64_t T, int64_t C) {
 }
 
 // The forward workspace is checked on both paths, so that a call's validity does not depend on
-// the device (the cluster path does not use it).
+// the device (the two-kernel path keeps fn's split there, forward_stats' split-K path its
+// partials; forward_prepare's cluster path uses none of it).
 Status CheckWorkspace(const char* name, int64_t C, const void* workspace, int64_t workspace_bytes,
                       int64_t T) {
   MHC_RETURN_IF_ERROR(CheckVec(name, workspace, "workspace"));
