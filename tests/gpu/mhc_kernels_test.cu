@@ -370,9 +370,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MhcKernelsAccuracy,
                          ::testing::Values(Case{1, 7168, 64}, Case{1, 256, 1}, Case{1, 4096, 20},
                                            Case{7, 4096, 1}, Case{45, 4096, 3}, Case{7, 256, 20},
                                            Case{7, 16384, 20}, Case{4096, 4096, 20},
-                                           Case{4097, 4096, 20},
-                                           Case{4096, 7168, 64}, Case{4096, 512, 1},
-                                           Case{16384, 256, 64}, Case{16384, 4096, 20}),
+                                           Case{4097, 4096, 20}, Case{4096, 7168, 64},
+                                           Case{4096, 512, 1}, Case{16384, 256, 64},
+                                           Case{16384, 4096, 20}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return "T" + std::to_string(info.param.T) + "_C" +
                                   std::to_string(info.param.C) + "_it" +
