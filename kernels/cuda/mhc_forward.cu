@@ -795,6 +795,9 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     // each slot.
     for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
     for (int64_t s = 0; s < nstages; ++s) {
+      // The coefficient kernel (a programmatic dependent) may be placed from the last stage on;
+      // it waits for this grid's end before it reads the partials.
+      if (s == nstages - 1) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
       multiply(s);
       __syncthreads();  // wpart holds stage s; its X buffer is free
       stage_x(s + Tr::kStages);
@@ -972,7 +975,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
 // computes it for U, so U and stats agree bit for bit. 16 lanes a token, lane e holding
 // element (e / 4, e % 4) of the Sinkhorn matrix: one thread a token ran the 20 iterations'
 // ~640 dependent divisions at 4 warps an SM (27 us at T = 16384, H200).
-constexpr int kCoefThreads = 128;
+constexpr int kCoefThreads = 512;
 constexpr int kCoefTokens = kCoefThreads / 16;
 
 // Sum over the 4 lanes of a row (xor 1, 2) or a column (xor 4, 8) of a 16-lane group, in the
@@ -1000,6 +1003,8 @@ __global__ void __launch_bounds__(kCoefThreads)
   float m_e, m_8e;  // m_e (lanes 0..7) and m_{8 + e}
   if constexpr (kFold) {
     constexpr int kHi = Tr::kVals - 16;  // lanes with a second value (16 + e), sq's among them
+    // A programmatic dependent of the split-K kernel: its partials are complete after this.
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
     const float* p = partials + t * lay::kFwdRow + e;
     const int64_t rank_stride = part_tokens * lay::kFwdRow;
     float z0 = __ldg(p), z1 = e < kHi ? __ldg(p + 16) : 0.0f;
@@ -1223,9 +1228,21 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, cons
         <<<static_cast<unsigned>(g * Tr::kCtas), Tr::kThreads, Tr::kSmemBytes, stream>>>(
             xmap, fn, scale, base, stats, nullptr, T, rms_eps, hc_eps, partials, part_tokens);
     MHC_RETURN_IF_ERROR(LaunchStatus(name));
-    MhcFwdCoefKernel<ClusterTr, true><<<CoefBlocks(T), kCoefThreads, 0, stream>>>(
-        scale, base, stats, T, hc_eps, iters, partials, part_tokens, rms_eps,
-        reinterpret_cast<uintptr_t>(partials) % 128 == 0);
+    cudaLaunchAttribute pdl[1] = {};
+    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(CoefBlocks(T));
+    cfg.blockDim = dim3(kCoefThreads);
+    cfg.stream = stream;
+    cfg.attrs = pdl;
+    cfg.numAttrs = 1;
+    MHC_RETURN_IF_ERROR(CudaStatus(
+        cudaLaunchKernelEx(&cfg, MhcFwdCoefKernel<ClusterTr, true>, scale, base,
+                           static_cast<float*>(stats), T, hc_eps, iters,
+                           static_cast<const float*>(partials), part_tokens, rms_eps,
+                           reinterpret_cast<uintptr_t>(partials) % 128 == 0),
+        name));
     return LaunchStatus(name);
   } else {
     const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);

@@ -47,6 +47,13 @@ inline Status GetEncodeTiled(EncodeTiledFn* fn, const char* name) {
 
 // A tiled map of `rank` (<= 3) dims, innermost first, with boxes of `box`; `strides` are the
 // rank - 1 outer strides in bytes. Elements past the tensor read as zero. `name` prefixes errors.
+// No L2 promotion: the kernels' boxes have 128-byte rows whose neighbours another box (or CTA)
+// reads, and 256-byte promotion made each row's miss fetch its neighbour too, so that the
+// neighbour's own request became an extra L2 lookup and a second trip through the fabric between
+// the L2 partitions. H200 (tools/gpu/probes/stream_read_probe.cu, bench/results/mhc_h200.md,
+// twenty-fourth session): forward_stats' TMA ring read X at 3.88 TB/s with it, 4.37 without (bulk
+// copies of contiguous 64 KB: 4.37); forward_stats 0.164 -> 0.154 ms at T = 16384, the other mHC
+// and the KDA kernels unchanged.
 inline Status EncodeTiledMap(CUtensorMap* map, CUtensorMapDataType type, int rank, const void* base,
                              const cuuint64_t* dims, const cuuint64_t* strides,
                              const cuuint32_t* box, CUtensorMapSwizzle swizzle, const char* name) {
@@ -56,7 +63,7 @@ inline Status EncodeTiledMap(CUtensorMap* map, CUtensorMapDataType type, int ran
   const cuuint32_t ones[3] = {1, 1, 1};
   const CUresult r = encode(map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims,
                             strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                            CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     return Internal(std::string(name) + ": cuTensorMapEncodeTiled failed (" + std::to_string(r) +
                     ")");
