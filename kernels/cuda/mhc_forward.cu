@@ -368,7 +368,9 @@ __global__ void __launch_bounds__(kStreamThreads)
 //     order, so the same bits as forward_prepare's stats, with no cluster barrier a stage and on
 //     every SM (a 16-CTA cluster fits 7 times on the H200: 112 of its 132 SMs). H200, T = 16384
 //     / 4096: 0.183 -> 0.163 / 0.063 -> 0.053 ms (the cluster form without U, which summed a
-//     token's 16 partials in the cluster: bench/results/mhc_h200.md, twenty-third session).
+//     token's 16 partials in the cluster: bench/results/mhc_h200.md, twenty-third session); then
+//     0.154 ms with tensor maps without L2 promotion (tensor_map.h) and 0.152 with the
+//     coefficient kernel launched programmatically (twenty-fourth session).
 // The rest of the record (pre, post, Sinkhorn; zeros) is MhcFwdCoefKernel's, 16 lanes a token.
 // Token sums do not depend on the stage, cluster or grid size: stats are the same bits with or
 // without U and for any number of resident clusters or split-K CTAs.
@@ -975,6 +977,8 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
 // computes it for U, so U and stats agree bit for bit. 16 lanes a token, lane e holding
 // element (e / 4, e % 4) of the Sinkhorn matrix: one thread a token ran the 20 iterations'
 // ~640 dependent divisions at 4 warps an SM (27 us at T = 16384, H200).
+// 32 tokens a block (512 blocks at T = 16384, not 2048): as fast alone (H200, twenty-fourth
+// session), and the blocks forward_stats places early (below) fit beside its CTAs in one round.
 constexpr int kCoefThreads = 512;
 constexpr int kCoefTokens = kCoefThreads / 16;
 
@@ -1171,6 +1175,23 @@ unsigned CoefBlocks(int64_t T) {
   return static_cast<unsigned>((T + kCoefTokens - 1) / kCoefTokens);
 }
 
+// forward_stats' coefficient kernel: a programmatic dependent of the split-K kernel, which
+// triggers its launch at each CTA's last stage (its blocks wait for the grid's end before they
+// read the partials). The launch gap and the blocks' ramp then overlap that stage (H200, T =
+// 16384 / 4096: 0.1540 -> 0.1519 / 0.0526 -> 0.0516 ms). Triggered at the CTAs' start instead
+// (twenty-third session's cand5), the waiting blocks cost 6% at T = 4096.
+cudaLaunchConfig_t CoefDependentConfig(int64_t T, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(CoefBlocks(T));
+  cfg.blockDim = dim3(kCoefThreads);
+  cfg.stream = stream;
+  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr->val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 // forward_stats' split-K kernel: as many CTAs as fit at once, in whole rank sets (its CTAs do not
 // wait on each other, so this is a choice of speed only; the bits do not depend on it).
 PerDeviceMemo g_split_k_groups;
@@ -1228,21 +1249,14 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, cons
         <<<static_cast<unsigned>(g * Tr::kCtas), Tr::kThreads, Tr::kSmemBytes, stream>>>(
             xmap, fn, scale, base, stats, nullptr, T, rms_eps, hc_eps, partials, part_tokens);
     MHC_RETURN_IF_ERROR(LaunchStatus(name));
-    cudaLaunchAttribute pdl[1] = {};
-    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(CoefBlocks(T));
-    cfg.blockDim = dim3(kCoefThreads);
-    cfg.stream = stream;
-    cfg.attrs = pdl;
-    cfg.numAttrs = 1;
-    MHC_RETURN_IF_ERROR(CudaStatus(
-        cudaLaunchKernelEx(&cfg, MhcFwdCoefKernel<ClusterTr, true>, scale, base,
-                           static_cast<float*>(stats), T, hc_eps, iters,
-                           static_cast<const float*>(partials), part_tokens, rms_eps,
-                           reinterpret_cast<uintptr_t>(partials) % 128 == 0),
-        name));
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = CoefDependentConfig(T, stream, &attr);
+    MHC_RETURN_IF_ERROR(
+        CudaStatus(cudaLaunchKernelEx(&cfg, MhcFwdCoefKernel<ClusterTr, true>, scale, base,
+                                      static_cast<float*>(stats), T, hc_eps, iters,
+                                      static_cast<const float*>(partials), part_tokens, rms_eps,
+                                      reinterpret_cast<uintptr_t>(partials) % 128 == 0),
+                   name));
     return LaunchStatus(name);
   } else {
     const int clusters = static_cast<int>(groups < max_clusters ? groups : max_clusters);
