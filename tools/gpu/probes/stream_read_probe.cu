@@ -4,8 +4,10 @@
 // 64 channels x 32 tokens, a 4C/16 k-slice a CTA) and reaches ~3.87 TB/s a stage against a
 // 4.27 TB/s copy rate; ncu puts it at 90% of L2 throughput. This probe times the same bytes read
 // by access patterns that differ in one thing each (box shape, L2 promotion, eviction hint,
-// stages, CTAs an SM, contiguous bulk copies, plain loads), with no arithmetic beside them, so
-// that the ceiling of each pattern is known before a kernel is redesigned around it.
+// stages, CTAs an SM, contiguous bulk copies, plain loads and their cache operators and L2
+// prefetch sizes, backward_finish's token-kernel pattern over X and dU), with no arithmetic beside
+// them, so that the ceiling of each pattern is known before a kernel is redesigned around it.
+// Results on the H200: bench/results/mhc_h200.md (twenty-fourth session).
 // Build (from the repository root):
 //   nvcc -arch=sm_90a -O2 -std=c++17 -I kernels/include -I kernels/cuda -I kernels \
 //     -o stream_read_probe tools/gpu/probes/stream_read_probe.cu
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "cluster_sync.cuh"
@@ -57,6 +60,105 @@ __global__ void __launch_bounds__(256)
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x9e3779b9u) out[0] = acc;  // keeps the loads
+}
+
+// One 16-byte load of x + i in one of the forms the plain-load kernels compare.
+template <int kMode>
+__device__ __forceinline__ uint4 Load16(const uint4* p, uint64_t policy) {
+  uint4 v;
+  if constexpr (kMode == 0) {
+    v = __ldcs(p);
+  } else if constexpr (kMode == 1) {
+    v = __ldg(p);
+  } else if constexpr (kMode == 2) {
+    asm volatile("ld.global.nc.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  } else if constexpr (kMode == 3) {
+    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  } else if constexpr (kMode == 4) {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(policy));
+  } else {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  }
+  return v;
+}
+constexpr const char* kModeNames[] = {"ld.global.cs",
+                                      "ld.global.nc",
+                                      "ld.global.nc.L2::128B",
+                                      "ld.global.nc.L2::256B",
+                                      "nc.L1::no_allocate evict-first",
+                                      "nc.L1::no_allocate.L2::256B"};
+
+// The same reads as LdgKernel in load form kMode, kUnroll in flight a thread.
+template <int kMode, int kUnroll>
+__global__ void __launch_bounds__(256)
+    LdgModeKernel(const uint4* __restrict__ x, int64_t n, uint32_t* out) {
+  uint64_t policy = 0;
+  if (kMode == 4)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  uint32_t acc = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = Load16<kMode>(x + i + u * stride, policy);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 v = Load16<kMode>(x + i, policy);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) out[0] = acc;
+}
+
+// backward_finish's token kernel's reads: a warp takes 2 tokens and walks their 4 X rows and
+// their dU row (C channels each) 256 channels a step, lane l at channel 8 l, the next step's 10
+// loads in flight while this step's are used; 4 warps a CTA, 8 tokens.
+template <int kMode>
+__global__ void __launch_bounds__(128)
+    TokenPatternKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dU,
+                       uint32_t* out) {
+  uint64_t policy = 0;
+  if (kMode == 4)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t t0 = (static_cast<int64_t>(blockIdx.x) * 4 + warp) * 2;
+  uint32_t acc = 0;
+  auto load = [&](int64_t c, uint4(&r)[10]) {
+    const bool ok = c < kC;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        r[5 * h + a] =
+            ok ? Load16<kMode>(reinterpret_cast<const uint4*>(X + ((t0 + h) * 4 + a) * kC + c),
+                               policy)
+               : make_uint4(0, 0, 0, 0);
+      }
+      r[5 * h + 4] =
+          ok ? Load16<kMode>(reinterpret_cast<const uint4*>(dU + (t0 + h) * kC + c), policy)
+             : make_uint4(0, 0, 0, 0);
+    }
+  };
+  uint4 cur[10], nxt[10];
+  load(8 * lane, cur);
+  for (int64_t c = 8 * lane; c < kC; c += 256) {
+    load(c + 256, nxt);
+#pragma unroll
+    for (int k = 0; k < 10; ++k) acc ^= cur[k].x ^ cur[k].y ^ cur[k].z ^ cur[k].w;
+#pragma unroll
+    for (int k = 0; k < 10; ++k) cur[k] = nxt[k];
+  }
+  if (acc == 0x9e3779b9u) out[0] = acc;
 }
 
 // Tensor-copy ring: CTA b plays rank b % 16 of group b / 16 (forward_stats' split-K), stage s of
@@ -288,6 +390,44 @@ int main() {
     std::snprintf(name, sizeof name, "ldg.cs 16 B, %d CTAs of 256 an SM", per_sm);
     report(name, ms);
   }
+  // The load forms, 8 CTAs of 256 an SM, 4 and 8 loads in flight a thread.
+  auto mode_case = [&](auto kernel, int mode, int unroll) {
+    const double ms =
+        MedianMs([&] { kernel<<<sms * 8, 256>>>(static_cast<const uint4*>(x), kBytes / 16, out); });
+    char name[96];
+    std::snprintf(name, sizeof name, "%s, %d in flight a thread", kModeNames[mode], unroll);
+    report(name, ms);
+  };
+  mode_case(LdgModeKernel<0, 4>, 0, 4);
+  mode_case(LdgModeKernel<1, 4>, 1, 4);
+  mode_case(LdgModeKernel<2, 4>, 2, 4);
+  mode_case(LdgModeKernel<3, 4>, 3, 4);
+  mode_case(LdgModeKernel<4, 4>, 4, 4);
+  mode_case(LdgModeKernel<5, 4>, 5, 4);
+  mode_case(LdgModeKernel<0, 8>, 0, 8);
+  mode_case(LdgModeKernel<3, 8>, 3, 8);
+  // The token kernel's pattern over X and a dU of [T][C] (671 MB together).
+  {
+    void* du = nullptr;
+    CHECK(cudaMalloc(&du, kT * kC * 2));
+    CHECK(cudaMemset(du, 0x3c, kT * kC * 2));
+    const double bytes = kBytes + kT * kC * 2.0;
+    auto token_case = [&](auto kernel, int mode) {
+      const double ms = MedianMs([&] {
+        kernel<<<kT / 8, 128>>>(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(du),
+                                out);
+      });
+      std::printf("%-58s %8.4f ms %8.1f GB/s\n",
+                  (std::string("token pattern (X + dU), ") + kModeNames[mode]).c_str(), ms,
+                  bytes / ms / 1e6);
+    };
+    token_case(TokenPatternKernel<1>, 1);
+    token_case(TokenPatternKernel<0>, 0);
+    token_case(TokenPatternKernel<2>, 2);
+    token_case(TokenPatternKernel<3>, 3);
+    token_case(TokenPatternKernel<4>, 4);
+    CHECK(cudaFree(du));
+  }
   struct RingCase {
     const char* name;
     int grid_per16;  // groups of 16 CTAs
@@ -338,6 +478,7 @@ int main() {
   // 128 vs 132 CTAs for contiguous chunks: what the 4 SMs forward_stats leaves idle are worth.
   {
     const int smem = 3 * 65536 + 1024;
+    CHECK(cudaFuncSetAttribute(BulkKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     report("bulk contiguous, 128 CTAs, 3 x 64 KB", MedianMs([&] {
              BulkKernel<<<128, 256, smem>>>(static_cast<const unsigned char*>(x), 65536, 3, 0, out);
            }));
