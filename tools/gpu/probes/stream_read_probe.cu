@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cluster_sync.cuh"
+#include "probe_check.h"
 #include "tensor_map.h"
 
 using cakegrad::kernels::MbarArriveExpectTx;
@@ -29,15 +30,6 @@ using cakegrad::kernels::MbarInit;
 using cakegrad::kernels::MbarInitFence;
 using cakegrad::kernels::MbarWait;
 using cakegrad::kernels::SmemAddr;
-
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 constexpr int64_t kT = 16384, kC = 4096;
 constexpr int64_t kBytes = kT * 4 * kC * 2;
