@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "conv1d_common.cuh"
+#include "pdl_launch.h"
 
 namespace cakegrad::kernels {
 namespace conv1d {
@@ -560,16 +561,10 @@ Status LaunchBackward(const Conv1dBwdParams& p, cudaStream_t stream) {
                         p.C,
                         tl.num_ttiles,
                         p.dbias != nullptr ? kPartialRows : kConv1dWidth};
-    cudaLaunchAttribute attr[1] = {};
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>((ra.rows * p.C + kReduceCols - 1) / kReduceCols));
-    cfg.blockDim = dim3(kReduceThreads);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = ProgrammaticLaunchConfig(
+        dim3(static_cast<unsigned>((ra.rows * p.C + kReduceCols - 1) / kReduceCols)),
+        dim3(kReduceThreads), 0, stream, &attr);
     return CudaStatus(cudaLaunchKernelEx(&cfg, Conv1dBwdReduceKernel<Acc>, ra),
                       "backward reduce kernel launch (PDL)");
   });

@@ -14,6 +14,7 @@
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 #include "mhc_tensor_map.h"
+#include "pdl_launch.h"
 #include "per_device_memo.h"
 #include "reference/mhc_layout.h"
 
@@ -801,7 +802,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     for (int64_t s = 0; s < nstages; ++s) {
       // The coefficient kernel (a programmatic dependent) may be placed from the last stage on;
       // it waits for this grid's end before it reads the partials.
-      if (s == nstages - 1) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+      if (s == nstages - 1) cudaTriggerProgrammaticLaunchCompletion();
       multiply(s);
       __syncthreads();  // wpart holds stage s; its X buffer is free
       stage_x(s + Tr::kStages);
@@ -1010,7 +1011,7 @@ __global__ void __launch_bounds__(kCoefThreads)
   if constexpr (kFold) {
     constexpr int kHi = Tr::kVals - 16;  // lanes with a second value (16 + e), sq's among them
     // A programmatic dependent of the split-K kernel: its partials are complete after this.
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    cudaGridDependencySynchronize();
     const float* p = partials + t * lay::kFwdRow + e;
     const int64_t rank_stride = part_tokens * lay::kFwdRow;
     float z0 = __ldg(p), z1 = e < kHi ? __ldg(p + 16) : 0.0f;
@@ -1183,15 +1184,7 @@ unsigned CoefBlocks(int64_t T) {
 // 16384 / 4096: 0.1540 -> 0.1519 / 0.0526 -> 0.0516 ms). Triggered at the CTAs' start instead
 // (twenty-third session's cand5), the waiting blocks cost 6% at T = 4096.
 cudaLaunchConfig_t CoefDependentConfig(int64_t T, cudaStream_t stream, cudaLaunchAttribute* attr) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(CoefBlocks(T));
-  cfg.blockDim = dim3(kCoefThreads);
-  cfg.stream = stream;
-  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr->val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cfg;
+  return ProgrammaticLaunchConfig(dim3(CoefBlocks(T)), dim3(kCoefThreads), 0, stream, attr);
 }
 
 // forward_stats' split-K kernel: as many CTAs as fit at once, in whole rank sets (its CTAs do not

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cluster_sync.cuh"
+#include "mhc_common.cuh"
 #include "probe_check.h"
 #include "tensor_map.h"
 
@@ -30,6 +31,7 @@ using cakegrad::kernels::MbarInit;
 using cakegrad::kernels::MbarInitFence;
 using cakegrad::kernels::MbarWait;
 using cakegrad::kernels::SmemAddr;
+using cakegrad::kernels::mhc_cuda::CreateL2PolicyEvictFirst;
 
 constexpr int64_t kT = 16384, kC = 4096;
 constexpr int64_t kBytes = kT * 4 * kC * 2;
@@ -93,8 +95,7 @@ template <int kMode, int kUnroll>
 __global__ void __launch_bounds__(256)
     LdgModeKernel(const uint4* __restrict__ x, int64_t n, uint32_t* out) {
   uint64_t policy = 0;
-  if (kMode == 4)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  if (kMode == 4) policy = CreateL2PolicyEvictFirst();
   uint32_t acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -120,8 +121,7 @@ __global__ void __launch_bounds__(128)
     TokenPatternKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dU,
                        uint32_t* out) {
   uint64_t policy = 0;
-  if (kMode == 4)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  if (kMode == 4) policy = CreateL2PolicyEvictFirst();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t0 = (static_cast<int64_t>(blockIdx.x) * 4 + warp) * 2;
   uint32_t acc = 0;
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(128)
 // 64 channels x 4 streams x kTok tokens per 64 channels. The consumer reads one word a thread.
 struct RingArgs {
   int stages, tok;  // ring depth, tokens a stage
-  int hint;         // 0 none, 1 evict first (createpolicy)
+  int hint;         // 0 none, 1 evict first
   int all_streams;  // one 3D box over the 4 streams instead of one a stream
 };
 
@@ -210,8 +210,7 @@ __global__ void __launch_bounds__(256)
   const int64_t mine = group < nstages_total ? (nstages_total - group + groups - 1) / groups : 0;
   const uint32_t stage_bytes = 16u * 64u * 2u * static_cast<uint32_t>(a.tok);
   uint64_t policy = 0;
-  if (a.hint == 1)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  if (a.hint == 1) policy = CreateL2PolicyEvictFirst();
   auto issue = [&](int64_t s) {
     if (s >= mine) return;
     const int slot = static_cast<int>(s % a.stages);
@@ -267,8 +266,7 @@ __global__ void __launch_bounds__(256)
   const int64_t mine =
       blockIdx.x < nchunks ? (nchunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
   uint64_t policy = 0;
-  if (hint == 1)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  if (hint == 1) policy = CreateL2PolicyEvictFirst();
   auto issue = [&](int64_t s) {
     if (s >= mine) return;
     const int slot = static_cast<int>(s % stages);
