@@ -1,7 +1,10 @@
-// KDA backward: the adjoint recurrence, split over the 128 state rows by a cluster of CTAs.
+// KDA backward: the adjoint recurrence, split over the 128 state rows by a cluster of CTAs, in
+// FP64 (why: kda_common.cuh, ComputeToken64). The chunked backward (kda_chunked_backward.cu) is
+// the fast one; this is the default below 4 heads, where one head's dA_log is a badly conditioned
+// sum.
 //
 // Three launches on the caller's stream:
-//  1. the forward pass in recompute mode (kda_forward.cu) saves the state at every
+//  1. the recompute pass (kda_forward.cu) saves the state at every
 //     kCheckpointInterval-th token of each document and the residual w = v - S_decayed kh of
 //     every token (so the states can be rebuilt later without any cross-row reduction);
 //  2. KdaBackwardKernel: one cluster of kClusterSize CTAs per (document, head), each CTA owning
@@ -47,25 +50,25 @@ struct BwdTraits {
 
 struct BwdSmem {
   // Per-token vectors of the current chunk.
-  float kh[BwdTraits::kChunk][kDim];
-  float qh[BwdTraits::kChunk][kDim];
-  float d[BwdTraits::kChunk][kDim];
-  float bt[BwdTraits::kChunk];
-  float rq[BwdTraits::kChunk];
-  float rk[BwdTraits::kChunk];
+  double kh[BwdTraits::kChunk][kDim];
+  double qh[BwdTraits::kChunk][kDim];
+  double d[BwdTraits::kChunk][kDim];
+  double bt[BwdTraits::kChunk];
+  double rq[BwdTraits::kChunk];
+  double rk[BwdTraits::kChunk];
   // Per-token values of this CTA's rows.
-  float u[BwdTraits::kChunk][BwdTraits::kRowsPerCta];
-  float sdo[BwdTraits::kChunk][BwdTraits::kRowsPerCta];  // scale * do
-  float w[BwdTraits::kChunk][BwdTraits::kRowsPerCta];
-  float sdu[BwdTraits::kChunk][BwdTraits::kHalves];  // sum over a half's rows of sdo * u
+  double u[BwdTraits::kChunk][BwdTraits::kRowsPerCta];
+  double sdo[BwdTraits::kChunk][BwdTraits::kRowsPerCta];  // scale * do
+  double w[BwdTraits::kChunk][BwdTraits::kRowsPerCta];
+  double sdu[BwdTraits::kChunk][BwdTraits::kHalves];  // sum over a half's rows of sdo * u
   // States at the sub-chunk starts, [sub-chunk][row in thread][thread].
-  float subck[BwdTraits::kSubPerChunk][BwdTraits::kRowsPerThread][BwdTraits::kThreads];
+  double subck[BwdTraits::kSubPerChunk][BwdTraits::kRowsPerThread][BwdTraits::kThreads];
   // du reduction across a half's warps, double-buffered by token parity.
-  float red[2][BwdTraits::kHalves * BwdTraits::kWarpsPerHalf][BwdTraits::kRowsPerThread];
+  double red[2][BwdTraits::kHalves * BwdTraits::kWarpsPerHalf][BwdTraits::kRowsPerThread];
   // Row-sum partials of the sub-chunk's tokens: [token][half][dqh, dkh, dd][k], and dbeta.
-  float part[BwdTraits::kSub][BwdTraits::kHalves][3][kDim];
-  float pbt[BwdTraits::kSub][BwdTraits::kHalves];
-  float fin[BwdTraits::kHalves][BwdTraits::kWarpsPerHalf];
+  double part[BwdTraits::kSub][BwdTraits::kHalves][3][kDim];
+  double pbt[BwdTraits::kSub][BwdTraits::kHalves];
+  double fin[BwdTraits::kHalves][BwdTraits::kWarpsPerHalf];
 };
 
 struct BwdArgs {
@@ -78,8 +81,8 @@ struct BwdArgs {
   const float* dt_bias;
   const uint16_t* d_o;
   const float* dfinal_state;  // nullable: zeros
-  const float* checkpoints;
-  const float* residual;
+  const double* checkpoints;
+  const double* residual;
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
@@ -96,43 +99,43 @@ __device__ __forceinline__ void HalfBarrier(int half) {
 
 // Sums v[0..7] over the 32 lanes of a warp with 9 shuffles: after the three halving steps lane l
 // holds (a partial of) row (l >> 2) & 7, and two plain xor steps finish it.
-__device__ __forceinline__ float WarpSum8Transposed(const float (&v)[8], int lane) {
-  float b[4], c[2];
+__device__ __forceinline__ double WarpSum8Transposed(const double (&v)[8], int lane) {
+  double b[4], c[2];
   const bool hi16 = (lane & 16) != 0;
 #pragma unroll
   for (int m = 0; m < 4; ++m) {
-    const float send = hi16 ? v[m] : v[m + 4];
-    const float keep = hi16 ? v[m + 4] : v[m];
+    const double send = hi16 ? v[m] : v[m + 4];
+    const double keep = hi16 ? v[m + 4] : v[m];
     b[m] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
   }
   const bool hi8 = (lane & 8) != 0;
 #pragma unroll
   for (int m = 0; m < 2; ++m) {
-    const float send = hi8 ? b[m] : b[m + 2];
-    const float keep = hi8 ? b[m + 2] : b[m];
+    const double send = hi8 ? b[m] : b[m + 2];
+    const double keep = hi8 ? b[m + 2] : b[m];
     c[m] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
   }
   const bool hi4 = (lane & 4) != 0;
-  const float send = hi4 ? c[0] : c[1];
-  float x = (hi4 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, send, 4);
+  const double send = hi4 ? c[0] : c[1];
+  double x = (hi4 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, send, 4);
   x += __shfl_xor_sync(0xffffffffu, x, 2);
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x;
 }
 
 // Sum over the 128 threads of one half, in a fixed order; every thread of the half gets it.
-__device__ __forceinline__ float HalfSum(float x, int half, int warp, int lane, BwdSmem& sm) {
+__device__ __forceinline__ double HalfSum(double x, int half, int warp, int lane, BwdSmem& sm) {
   x = WarpSum(x);
   if (lane == 0) sm.fin[half][warp % BwdTraits::kWarpsPerHalf] = x;
   HalfBarrier(half);
-  float s = 0.f;
+  double s = 0.0;
 #pragma unroll
   for (int i = 0; i < BwdTraits::kWarpsPerHalf; ++i) s += sm.fin[half][i];
   return s;
 }
 
 __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
-    __launch_bounds__(BwdTraits::kThreads, 2) KdaBackwardKernel(const __grid_constant__ BwdArgs a) {
+    __launch_bounds__(BwdTraits::kThreads, 1) KdaBackwardKernel(const __grid_constant__ BwdArgs a) {
   using Tr = BwdTraits;
   constexpr int R = Tr::kRowsPerThread;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -154,14 +157,15 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
   DocBounds(a.s, n, &bos, &eos);
 
   const int64_t state_off = (n * H + h) * kDimSq;
-  float dS[R];
+  double dS[R];
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     dS[i] = a.dfinal_state != nullptr ? a.dfinal_state[state_off + (row0 + i) * kDim + k] : 0.f;
   }
-  const float exp_a = expf(a.A_log[h]);
+  const double exp_a = exp(static_cast<double>(a.A_log[h]));
   const float* dt_bias_h = a.dt_bias + h * kDim;
-  const float lb = a.s.lower_bound;
+  const double lb = a.s.lower_bound;
+  const double scale = a.s.scale;
   double p_dt = 0.0, p_alog = 0.0;  // this CTA's ddt_bias[k] / dA_log terms (half 1 finishes)
 
   const int64_t chunks = (eos - bos + Tr::kChunk - 1) / Tr::kChunk;
@@ -170,9 +174,9 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
     const int nc = static_cast<int>(min(int64_t{Tr::kChunk}, eos - tc0));
     __syncthreads();  // the previous chunk's vectors are no longer read
     for (int tb = warp; tb < nc; tb += Tr::kThreads / 32) {
-      const TokenScalars ts = ComputeToken(LoadToken(a.q, a.k, a.g, a.beta, tc0 + tb, H, h),
-                                           reinterpret_cast<const float4*>(dt_bias_h)[lane], exp_a,
-                                           lb, sm.kh[tb], sm.qh[tb], sm.d[tb]);
+      const TokenScalars64 ts = ComputeToken64(LoadToken(a.q, a.k, a.g, a.beta, tc0 + tb, H, h),
+                                               reinterpret_cast<const float4*>(dt_bias_h)[lane],
+                                               exp_a, lb, sm.kh[tb], sm.qh[tb], sm.d[tb]);
       if (lane == 0) {
         sm.bt[tb] = ts.bt;
         sm.rq[tb] = ts.rq;
@@ -184,27 +188,27 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
       const int tb = idx / Tr::kRowsPerCta;
       const int r = idx % Tr::kRowsPerCta;
       const int64_t gi = ((tc0 + tb) * H + h) * kDim + rank * Tr::kRowsPerCta + r;
-      const float w = a.residual[gi];
+      const double w = a.residual[gi];
       sm.w[tb][r] = w;
-      sm.u[tb][r] = __fmul_rn(sm.bt[tb], w);
-      sm.sdo[tb][r] = a.s.scale * Bf16(a.d_o[gi]);
+      sm.u[tb][r] = __dmul_rn(sm.bt[tb], w);  // the recompute pass's u, bit for bit
+      sm.sdo[tb][r] = scale * Bf16(a.d_o[gi]);
     }
     __syncthreads();
     if (tid < nc * Tr::kHalves) {
       const int tb = tid / Tr::kHalves;
       const int hf = tid % Tr::kHalves;
-      float s = 0.f;
+      double s = 0.0;
 #pragma unroll
-      for (int i = 0; i < R; ++i) s = fmaf(sm.sdo[tb][hf * R + i], sm.u[tb][hf * R + i], s);
+      for (int i = 0; i < R; ++i) s = fma(sm.sdo[tb][hf * R + i], sm.u[tb][hf * R + i], s);
       sm.sdu[tb][hf] = s;
     }
 
     // Rebuild the chunk forward from its checkpoint, keeping the sub-chunk starts.
-    float S[R];
+    double S[R];
     {
       const int64_t slot =
           bos / kda_layout::kCheckpointInterval + n + (tc0 - bos) / kda_layout::kCheckpointInterval;
-      const float* ck = a.checkpoints + (slot * H + h) * kDimSq;
+      const double* ck = a.checkpoints + (slot * H + h) * kDimSq;
 #pragma unroll
       for (int i = 0; i < R; ++i) S[i] = ck[(row0 + i) * kDim + k];
     }
@@ -213,8 +217,8 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
 #pragma unroll
         for (int i = 0; i < R; ++i) sm.subck[tb / Tr::kSub][i][tid] = S[i];
       }
-      const float dk_ = sm.d[tb][k];
-      const float kh = sm.kh[tb][k];
+      const double dk_ = sm.d[tb][k];
+      const double kh = sm.kh[tb][k];
 #pragma unroll
       for (int i = 0; i < R; ++i) S[i] = StateStep(S[i], dk_, sm.u[tb][hrow + i], kh);
     }
@@ -224,15 +228,15 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
     for (int sc = nsub - 1; sc >= 0; --sc) {
       const int ns = min(Tr::kSub, nc - sc * Tr::kSub);
       // Sb[j] = state before token j of the sub-chunk.
-      float Sb[Tr::kSub][R];
+      double Sb[Tr::kSub][R];
 #pragma unroll
       for (int i = 0; i < R; ++i) S[i] = sm.subck[sc][i][tid];
 #pragma unroll
       for (int j = 0; j < Tr::kSub; ++j) {
         if (j < ns) {
           const int tb = sc * Tr::kSub + j;
-          const float dk_ = sm.d[tb][k];
-          const float kh = sm.kh[tb][k];
+          const double dk_ = sm.d[tb][k];
+          const double kh = sm.kh[tb][k];
 #pragma unroll
           for (int i = 0; i < R; ++i) {
             Sb[j][i] = S[i];
@@ -245,34 +249,34 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
         if (j < ns) {
           const int tb = sc * Tr::kSub + j;
           const int64_t t = tc0 + tb;
-          const float dk_ = sm.d[tb][k];
-          const float kh = sm.kh[tb][k];
-          const float qh = sm.qh[tb][k];
-          const float bt = sm.bt[tb];
-          float sdo[R], u[R];
+          const double dk_ = sm.d[tb][k];
+          const double kh = sm.kh[tb][k];
+          const double qh = sm.qh[tb][k];
+          const double bt = sm.bt[tb];
+          double sdo[R], u[R];
 #pragma unroll
           for (int i = 0; i < R; ++i) {
             sdo[i] = sm.sdo[tb][hrow + i];
             u[i] = sm.u[tb][hrow + i];
           }
           // o_t = scale * S_t qh: dS_t += sdo qh^T; dqh uses S_t = S_prev * d + u kh^T.
-          float X = 0.f, W = 0.f, p[R];
+          double X = 0.0, W = 0.0, p[R];
 #pragma unroll
           for (int i = 0; i < R; ++i) {
-            X = fmaf(sdo[i], Sb[j][i], X);
-            dS[i] = fmaf(sdo[i], qh, dS[i]);
+            X = fma(sdo[i], Sb[j][i], X);
+            dS[i] = fma(sdo[i], qh, dS[i]);
             p[i] = dS[i] * kh;
-            W = fmaf(dS[i], u[i], W);
+            W = fma(dS[i], u[i], W);
           }
           // du[v] = sum_k dS_t[v, k] kh[k]: warp, then the half's 4 warps in order.
-          const float wsum = WarpSum8Transposed(p, lane);
+          const double wsum = WarpSum8Transposed(p, lane);
           const int buf = j & 1;
           if ((lane & 3) == 0) sm.red[buf][warp][(lane >> 2) & 7] = wsum;
           HalfBarrier(half);
-          float du[R];
+          double du[R];
 #pragma unroll
           for (int i = 0; i < R; ++i) {
-            float s = 0.f;
+            double s = 0.0;
 #pragma unroll
             for (int ww = 0; ww < Tr::kWarpsPerHalf; ++ww) {
               s += sm.red[buf][half * Tr::kWarpsPerHalf + ww][i];
@@ -282,29 +286,29 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
           if (k == 0) {
             // dv = bt du; dbeta's row sum du . w.
             uint32_t packed[R / 2];
-            float pb = 0.f;
+            double pb = 0.0;
 #pragma unroll
             for (int i = 0; i < R; i += 2) {
-              packed[i / 2] =
-                  uint32_t(ToBf16(bt * du[i])) | (uint32_t(ToBf16(bt * du[i + 1])) << 16);
+              packed[i / 2] = uint32_t(ToBf16(static_cast<float>(bt * du[i]))) |
+                              (uint32_t(ToBf16(static_cast<float>(bt * du[i + 1]))) << 16);
             }
 #pragma unroll
-            for (int i = 0; i < R; ++i) pb = fmaf(du[i], sm.w[tb][hrow + i], pb);
+            for (int i = 0; i < R; ++i) pb = fma(du[i], sm.w[tb][hrow + i], pb);
             *reinterpret_cast<uint4*>(a.dv + (t * H + h) * kDim + row0) =
                 make_uint4(packed[0], packed[1], packed[2], packed[3]);
             sm.pbt[j][half] = pb;
           }
-          float Y = 0.f, Z = 0.f;
+          double Y = 0.0, Z = 0.0;
 #pragma unroll
           for (int i = 0; i < R; ++i) {
-            const float dpred = -bt * du[i];
-            Y = fmaf(dpred, Sb[j][i], Y);
-            const float dsd = fmaf(dpred, kh, dS[i]);
-            Z = fmaf(dsd, Sb[j][i], Z);
+            const double dpred = -bt * du[i];
+            Y = fma(dpred, Sb[j][i], Y);
+            const double dsd = fma(dpred, kh, dS[i]);
+            Z = fma(dsd, Sb[j][i], Z);
             dS[i] = dsd * dk_;
           }
-          sm.part[j][half][0][k] = fmaf(dk_, X, kh * sm.sdu[tb][half]);
-          sm.part[j][half][1][k] = fmaf(dk_, Y, W);
+          sm.part[j][half][0][k] = fma(dk_, X, kh * sm.sdu[tb][half]);
+          sm.part[j][half][1][k] = fma(dk_, Y, W);
           sm.part[j][half][2][k] = Z;
         }
       }
@@ -315,27 +319,27 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
         const int64_t t = tc0 + tb;
         const int64_t gi = (t * H + h) * kDim + k;
         if (half == 0) {
-          float dqh = 0.f;
+          double dqh = 0.0;
           for (int src = 0; src < Tr::kClusterSize; ++src) {
             const BwdSmem* rs = cluster.map_shared_rank(&sm, src);
 #pragma unroll
             for (int hf = 0; hf < Tr::kHalves; ++hf) dqh += rs->part[rank][hf][0][k];
           }
-          const float qh = sm.qh[tb][k];
-          const float qd = HalfSum(qh * dqh, half, warp, lane, sm);
-          a.dq[gi] = ToBf16((dqh - qh * qd) * sm.rq[tb]);
+          const double qh = sm.qh[tb][k];
+          const double qd = HalfSum(qh * dqh, half, warp, lane, sm);
+          a.dq[gi] = ToBf16(static_cast<float>((dqh - qh * qd) * sm.rq[tb]));
           if (k == 0) {
-            float dbt = 0.f;
+            double dbt = 0.0;
             for (int src = 0; src < Tr::kClusterSize; ++src) {
               const BwdSmem* rs = cluster.map_shared_rank(&sm, src);
 #pragma unroll
               for (int hf = 0; hf < Tr::kHalves; ++hf) dbt += rs->pbt[rank][hf];
             }
-            const float bt = sm.bt[tb];
-            a.dbeta[t * H + h] = ToBf16(dbt * bt * (1.f - bt));
+            const double bt = sm.bt[tb];
+            a.dbeta[t * H + h] = ToBf16(static_cast<float>(dbt * bt * (1.0 - bt)));
           }
         } else {
-          float dkh = 0.f, dd = 0.f;
+          double dkh = 0.0, dd = 0.0;
           for (int src = 0; src < Tr::kClusterSize; ++src) {
             const BwdSmem* rs = cluster.map_shared_rank(&sm, src);
 #pragma unroll
@@ -344,17 +348,19 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
               dd += rs->part[rank][hf][2][k];
             }
           }
-          const float kh = sm.kh[tb][k];
-          const float kd = HalfSum(kh * dkh, half, warp, lane, sm);
-          a.dk[gi] = ToBf16((dkh - kh * kd) * sm.rk[tb]);
+          const double kh = sm.kh[tb][k];
+          const double kd = HalfSum(kh * dkh, half, warp, lane, sm);
+          a.dk[gi] = ToBf16(static_cast<float>((dkh - kh * kd) * sm.rk[tb]));
           // d = exp(lb * sigmoid(z)), z = exp(A_log) (g + dt_bias): dz, then dg = dz exp(A_log).
-          const float z = exp_a * (Bf16(a.g[gi]) + dt_bias_h[k]);
-          const float sg = SigmoidF(z);
-          const float dz = dd * sm.d[tb][k] * lb * sg * (1.f - sg);
-          const float dgv = dz * exp_a;
-          a.dg[gi] = ToBf16(dgv);
-          p_dt += static_cast<double>(dgv);
-          p_alog += static_cast<double>(dz) * static_cast<double>(z);
+          // sigmoid'(z) as sigmoid(z) sigmoid(-z): 1 - sigmoid(z) would cancel for large z.
+          const double z = exp_a * (static_cast<double>(Bf16(a.g[gi])) + dt_bias_h[k]);
+          const double e = exp(-z);
+          const double sg = 1.0 / (1.0 + e);
+          const double dz = dd * sm.d[tb][k] * lb * (sg * (e * sg));
+          const double dgv = dz * exp_a;
+          a.dg[gi] = ToBf16(static_cast<float>(dgv));
+          p_dt += dgv;
+          p_alog += dz * z;
         }
       }
       cluster.sync();  // nobody reads this sub-chunk's partials any more
@@ -363,7 +369,9 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
 
 #pragma unroll
   for (int i = 0; i < R; ++i) {
-    if (a.dinitial_state != nullptr) a.dinitial_state[state_off + (row0 + i) * kDim + k] = dS[i];
+    if (a.dinitial_state != nullptr) {
+      a.dinitial_state[state_off + (row0 + i) * kDim + k] = static_cast<float>(dS[i]);
+    }
   }
   if (half == 1) {
     double* pp = a.param_partials + ((n * H + h) * Tr::kClusterSize + rank) * 2 * kDim;
@@ -405,7 +413,7 @@ __global__ void __launch_bounds__(kDim)
 
 Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   using kda_cuda::BwdTraits;
-  kda_cuda::FwdArgs f{};
+  kda_cuda::RecomputeArgs f{};
   Status st = kda_cuda::CheckBackwardParams(p, &f.s);
   if (!st.ok()) return st;
   const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
@@ -418,12 +426,12 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   f.A_log = p.A_log;
   f.dt_bias = p.dt_bias;
   f.initial_state = p.initial_state;
-  f.checkpoints = reinterpret_cast<float*>(ws + layout.checkpoints);
-  f.residual = reinterpret_cast<float*>(ws + layout.residual);
+  f.checkpoints = reinterpret_cast<double*>(ws + layout.checkpoints);
+  f.residual = reinterpret_cast<double*>(ws + layout.residual);
   double* partials = reinterpret_cast<double*>(ws + layout.param_partials);
 
   if (f.s.N > 0) {
-    Status fwd = kda_cuda::LaunchForwardPass(f, /*recompute=*/true, stream);
+    Status fwd = kda_cuda::LaunchRecomputePass(f, stream);
     if (!fwd.ok()) return fwd;
     kda_cuda::BwdArgs b{};
     b.s = f.s;

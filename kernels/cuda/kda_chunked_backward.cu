@@ -636,7 +636,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   }
 
   // Per token (warp per token, lane owns k = 4 lane .. 4 lane + 3): exactly the forward
-  // preparation's norms and beta (UnpackToken<true>, GateSigmoid), bit for bit; its log-gates in
+  // preparation's norms and beta (UnpackToken, GateSigmoid), bit for bit; its log-gates in
   // nats, where the preparation keeps them in log2 units (equal up to rounding).
   {
     const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
@@ -651,7 +651,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         kraw = r.k;
         qraw = r.q;
         oraw = *reinterpret_cast<const uint2*>(a.d_o + ((t0 + t) * H + h) * kDim + 4 * lane);
-        const TokenLane tl = UnpackToken<true>(r, db, exp_a, a.s.lower_bound);
+        const TokenLane tl = UnpackToken(r, db, exp_a, a.s.lower_bound);
 #pragma unroll
         for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
         if (lane == 0) {
@@ -1353,7 +1353,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       a.dk[base] = ToBf16(sm.rk[t] * (dkh[j] - KhAt(sm, t, kc) * sk));
       const float x =
           exp_a * (Bf16(static_cast<uint16_t>(j % 2 ? graw[j / 2] >> 16 : graw[j / 2])) + dtb);
-      const float sg = GateSigmoid(x);  // the preparation's sigmoid (UnpackToken<true>)
+      const float sg = GateSigmoid(x);  // the preparation's sigmoid (UnpackToken)
       const float dgl = (sm.bufw[t][kc] + sm.bufu[t][kc]) + sm.z[kc];
       const float dx = dgl * a.s.lower_bound * sg * (1.f - sg);
       a.dg[base] = ToBf16(exp_a * dx);
@@ -1523,7 +1523,6 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.o = nullptr;
     f.final_state = nullptr;
     f.checkpoints = reinterpret_cast<float*>(ws + layout.s0);
-    f.residual = nullptr;
     f.chunk_p = reinterpret_cast<float*>(ws + layout.p);
     f.chunk_tinv = reinterpret_cast<float*>(ws + layout.tinv);
     f.chunk_u = reinterpret_cast<float*>(ws + layout.u);

@@ -591,7 +591,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (t < c.len) {
           const RawToken& r = raw[i];
           kraw = r.k;
-          const TokenLane tl = UnpackToken<true>(r, db, exp_a, lb2);
+          const TokenLane tl = UnpackToken(r, db, exp_a, lb2);
 #pragma unroll
           for (int j = 0; j < 4; ++j) gl[j] = tl.gl[j];
           qraw[i0 + i] = r.q;

@@ -97,13 +97,12 @@ __device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot,
   return *chunk >= 0 && *chunk * kChunk < *eos - *bos;
 }
 
-__device__ __forceinline__ float WarpSum(float x) {
+template <typename T>
+__device__ __forceinline__ T WarpSum(T x) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
 }
-
-__device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // log2(e): e^x as the SFU's 2^(x log2 e).
 constexpr float kLog2e = 1.44269504088896340736f;
@@ -159,17 +158,14 @@ __device__ __forceinline__ RawToken LoadToken(const uint16_t* q, const uint16_t*
 
 // A token's lane values as every KDA kernel derives them: q and k unpacked, the reciprocal
 // norms rq, rk (warp sums) and the log-decays gl = lower_bound * sigmoid(A (g + dt_bias)). db is
-// this lane's dt_bias[h, 4l .. 4l+3]. One definition, so that the forwards, the backwards and
-// the recompute agree bit for bit.
+// this lane's dt_bias[h, 4l .. 4l+3]. One definition, so that the chunked kernels (the
+// preparation and the chunked backward's per-chunk pass) agree bit for bit. It uses the SFU's
+// sigmoid and reciprocal square root; the sequential kernels use ComputeToken64 instead.
 struct TokenLane {
   float qf[4], kf[4], gl[4];
   float rq, rk;
 };
 
-// kFast: the chunked kernels' version (the preparation and the chunked backward's per-chunk
-// pass, which must agree bit for bit), with the SFU sigmoid and reciprocal square root; the
-// sequential kernels keep the accurate one.
-template <bool kFast = false>
 __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float db[4], float exp_a,
                                                  float lower_bound) {
   TokenLane t;
@@ -189,59 +185,63 @@ __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float 
     sq = fmaf(t.qf[i], t.qf[i], sq);
     sk = fmaf(t.kf[i], t.kf[i], sk);
     const float z = exp_a * (gf[i] + db[i]);
-    t.gl[i] = lower_bound * (kFast ? GateSigmoid(z) : SigmoidF(z));
+    t.gl[i] = lower_bound * GateSigmoid(z);
   }
-  if constexpr (kFast) {
-    t.rq = RsqrtFtz(WarpSum(sq) + 1e-6f);
-    t.rk = RsqrtFtz(WarpSum(sk) + 1e-6f);
-  } else {
-    t.rq = 1.0f / sqrtf(WarpSum(sq) + 1e-6f);
-    t.rk = 1.0f / sqrtf(WarpSum(sk) + 1e-6f);
-  }
+  t.rq = RsqrtFtz(WarpSum(sq) + 1e-6f);
+  t.rk = RsqrtFtz(WarpSum(sk) + 1e-6f);
   return t;
 }
 
-struct TokenScalars {
-  float rq, rk, bt;
-  float qk;  // kh . qh
+// The sequential backward and its recompute pass run in FP64 (kda_forward.cu, kda_backward.cu).
+// At one head dA_log is a single sum whose terms cancel to a part in ~10^4 on some draws (the
+// twenty-fourth session measured a condition number of 7097), so SPEC's 1e-4 needs each term
+// beyond FP32's reach (bench/kda_dalog_seq_study.py: every FP32 stage contributes about equally).
+struct TokenScalars64 {
+  double rq, rk, bt;
 };
 
-// Writes kh, qh and the decay d = exp(gl) (128 floats each) and returns the token's scalars.
-// dtb is this lane's dt_bias[h, 4l .. 4l+3]. The forward and the backward both call exactly this,
-// so their kh, d and bt agree bit for bit.
-__device__ __forceinline__ TokenScalars ComputeToken(const RawToken& r, float4 dtb, float exp_a,
-                                                     float lower_bound, float* kh, float* qh,
-                                                     float* d) {
+// Writes kh, qh and the decay d = exp(gl) (128 doubles each) of one token in FP64 from its raw
+// BF16 / FP32 inputs, and returns the token's scalars. db is this lane's dt_bias[h, 4l .. 4l+3].
+// The recompute pass and the backward both call exactly this, so they agree bit for bit.
+__device__ __forceinline__ TokenScalars64 ComputeToken64(const RawToken& r, float4 db, double exp_a,
+                                                         double lower_bound, double* kh, double* qh,
+                                                         double* d) {
   const int lane = threadIdx.x & 31;
-  const float db[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
-  const TokenLane t = UnpackToken(r, db, exp_a, lower_bound);
-  TokenScalars ts;
-  ts.rq = t.rq;
-  ts.rk = t.rk;
-  ts.bt = SigmoidF(r.beta);
-  float4 khv, qhv, dv;
-  float* khp = &khv.x;
-  float* qhp = &qhv.x;
-  float* dp = &dv.x;
-  float qk = 0.f;
+  const double dtb[4] = {db.x, db.y, db.z, db.w};
+  const double gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
+                        Bf16(r.g.y >> 16)};
+  const double qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
+                        Bf16(r.q.y >> 16)};
+  const double kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
+                        Bf16(r.k.y >> 16)};
+  double sq = 0.0, sk = 0.0, dv[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    khp[i] = t.kf[i] * ts.rk;
-    qhp[i] = t.qf[i] * ts.rq;
-    qk = fmaf(khp[i], qhp[i], qk);
-    dp[i] = expf(t.gl[i]);
+    sq = fma(qf[i], qf[i], sq);
+    sk = fma(kf[i], kf[i], sk);
+    const double z = exp_a * (gf[i] + dtb[i]);
+    dv[i] = exp(lower_bound / (1.0 + exp(-z)));
   }
-  ts.qk = WarpSum(qk);
-  reinterpret_cast<float4*>(kh)[lane] = khv;
-  reinterpret_cast<float4*>(qh)[lane] = qhv;
-  reinterpret_cast<float4*>(d)[lane] = dv;
+  TokenScalars64 ts;
+  ts.rq = 1.0 / sqrt(WarpSum(sq) + 1e-6);
+  ts.rk = 1.0 / sqrt(WarpSum(sk) + 1e-6);
+  ts.bt = 1.0 / (1.0 + exp(-static_cast<double>(r.beta)));
+  double2* khp = reinterpret_cast<double2*>(kh) + 2 * lane;
+  double2* qhp = reinterpret_cast<double2*>(qh) + 2 * lane;
+  double2* dp = reinterpret_cast<double2*>(d) + 2 * lane;
+  khp[0] = make_double2(kf[0] * ts.rk, kf[1] * ts.rk);
+  khp[1] = make_double2(kf[2] * ts.rk, kf[3] * ts.rk);
+  qhp[0] = make_double2(qf[0] * ts.rq, qf[1] * ts.rq);
+  qhp[1] = make_double2(qf[2] * ts.rq, qf[3] * ts.rq);
+  dp[0] = make_double2(dv[0], dv[1]);
+  dp[1] = make_double2(dv[2], dv[3]);
   return ts;
 }
 
 // The state step S <- S * d + u * kh, spelled out so that no compiler contraction choice can
-// make the forward and the backward's recompute disagree.
-__device__ __forceinline__ float StateStep(float s, float d, float u, float kh) {
-  return __fmaf_rn(u, kh, __fmul_rn(s, d));
+// make the recompute and the backward's rebuild disagree.
+__device__ __forceinline__ double StateStep(double s, double d, double u, double kh) {
+  return __fma_rn(u, kh, __dmul_rn(s, d));
 }
 
 }  // namespace cakegrad::kernels::kda_cuda
@@ -387,19 +387,34 @@ struct FwdArgs {
   const float* A_log;
   const float* dt_bias;
   const float* initial_state;  // nullable: zeros
-  uint16_t* o;                 // forward mode
-  float* final_state;          // forward mode, nullable
-  float* checkpoints;          // recompute mode: [slots, H, 128, 128]; in the chunked forward,
-                               // non-null: chunk-start states at chunk slots (o may be null)
-  float* residual;             // recompute mode: [total_tokens, H, 128]
-  float* chunk_p;              // the chunked forward's checkpoint mode: P per chunk slot,
+  uint16_t* o;                 // nullable in the chunked backward's checkpoint mode
+  float* final_state;          // nullable
+  float* checkpoints;          // non-null: the chunked backward's checkpoint mode, chunk-start
+                               // states at chunk slots
+  float* chunk_p;              // checkpoint mode: P per chunk slot,
                                // [slots, H, kda_layout::kChunkPFloats]
   float* chunk_tinv;           // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
   float* chunk_u;              // likewise: U = Uv - W S0^T per chunk slot, [slots, H, 64, 128]
   uint16_t* chunk_kdt3;        // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
 };
 
-// Enqueues the forward pass over every (document, head); defined in kda_forward.cu.
-Status LaunchForwardPass(const FwdArgs& a, bool recompute, cudaStream_t stream);
+// The sequential backward's recompute pass (kda_forward.cu): the exact recurrence in FP64, saving
+// the state every kda_layout::kCheckpointInterval tokens of each document and every token's
+// residual w = v - S_decayed kh, from which the backward rebuilds the states.
+struct RecomputeArgs {
+  KdaShape s;
+  const uint16_t* q;
+  const uint16_t* k;
+  const uint16_t* v;
+  const uint16_t* g;
+  const uint16_t* beta;
+  const float* A_log;
+  const float* dt_bias;
+  const float* initial_state;  // nullable: zeros
+  double* checkpoints;         // [slots, H, 128, 128]
+  double* residual;            // [total_tokens, H, 128]
+};
+
+Status LaunchRecomputePass(const RecomputeArgs& a, cudaStream_t stream);
 
 }  // namespace cakegrad::kernels::kda_cuda

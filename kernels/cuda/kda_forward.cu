@@ -1,15 +1,16 @@
-// KDA forward: the exact sequential recurrence, split over the 128 state rows.
+// KDA forward entry point (the chunked forward, kda_chunked_forward.cu) and the sequential
+// backward's recompute pass: the exact recurrence in FP64, split over the 128 state rows.
 //
-// Each row v of the state evolves on its own given the token's kh, qh, decay and beta, so a CTA
-// owns kRowsPerCta rows of one (document, head) and keeps them in registers for the whole
-// document: kLanesPerRow lanes share a row, 16 columns each. Per token, both row sums (S_d kh
-// for the delta rule and S_d qh for the output, S_d = decayed state) come from the decayed state
-// before the rank-1 update, using o = S_t qh = S_d qh + u (kh . qh); so one interleaved 3-level
-// shuffle reduction is all the token's critical path holds.
+// Each row v of the state evolves on its own given the token's kh, decay and beta, so a CTA owns
+// kRowsPerCta rows of one (document, head) and keeps them in registers for the whole document:
+// kLanesPerRow lanes share a row, 16 columns each. Per token the delta rule's row sum S_d kh
+// (S_d = the decayed state) is one 3-level shuffle reduction.
 //
 // The CTA is warp-specialized: kComputeWarps run the recurrence on token batch b while
 // kPrepWarps compute batch b+1's vectors (L2 norms, gate, beta) into the other shared-memory
 // buffer and already have batch b+2's raw loads in flight; one barrier per batch.
+#include <atomic>
+
 #include "kda_chunked_forward.cuh"
 #include "kda_common.cuh"
 
@@ -17,7 +18,7 @@ namespace cakegrad::kernels {
 namespace kda_cuda {
 namespace {
 
-struct FwdTraits {
+struct RecTraits {
   static constexpr int kComputeWarps = 4;
   static constexpr int kPrepWarps = 4;
   static constexpr int kThreads = 32 * (kComputeWarps + kPrepWarps);
@@ -25,37 +26,35 @@ struct FwdTraits {
   static constexpr int kRowsPerWarp = 32 / kLanesPerRow;
   static constexpr int kRowsPerCta = kComputeWarps * kRowsPerWarp;
   static constexpr int kCtasPerHead = kDim / kRowsPerCta;
-  static constexpr int kVec4PerLane = kDim / 4 / kLanesPerRow;  // float4 columns per lane
+  static constexpr int kPairsPerLane = kDim / 2 / kLanesPerRow;  // double2 columns per lane
   static constexpr int kTokenBatch = 8;
   static constexpr int kTokensPerPrepWarp = kTokenBatch / kPrepWarps;
   static_assert(kDim % kRowsPerCta == 0, "rows must split evenly over CTAs");
-  static_assert(kDim % (4 * kLanesPerRow) == 0, "columns must split into float4 per lane");
-  static_assert(kLanesPerRow == 8, "the row reductions below are 3 xor levels");
-  static_assert(kVec4PerLane == 4, "four accumulators, one per float4 component");
+  static_assert(kDim % (2 * kLanesPerRow) == 0, "columns must split into double2 per lane");
+  static_assert(kLanesPerRow == 8, "the row reduction below is 3 xor levels");
   static_assert(kda_layout::kCheckpointInterval % kTokenBatch == 0,
                 "checkpoints are taken at token-batch starts");
   static_assert(kTokenBatch % kPrepWarps == 0, "whole tokens per prep warp");
   static_assert(kTokenBatch * kRowsPerCta == 32 * kPrepWarps, "one v element per prep thread");
 };
 
-struct FwdBatch {
-  float kh[FwdTraits::kTokenBatch][kDim];
-  float qh[FwdTraits::kTokenBatch][kDim];
-  float d[FwdTraits::kTokenBatch][kDim];
-  float bt[FwdTraits::kTokenBatch];
-  float qk[FwdTraits::kTokenBatch];
-  float v[FwdTraits::kTokenBatch][FwdTraits::kRowsPerCta];
+struct RecBatch {
+  double kh[RecTraits::kTokenBatch][kDim];
+  double d[RecTraits::kTokenBatch][kDim];
+  double qh[RecTraits::kTokenBatch][kDim];  // written by ComputeToken64, not read here
+  double bt[RecTraits::kTokenBatch];
+  float v[RecTraits::kTokenBatch][RecTraits::kRowsPerCta];
 };
 
 // Raw inputs of one batch held by one prep thread.
 struct PrepRegs {
-  RawToken tok[FwdTraits::kTokensPerPrepWarp];
+  RawToken tok[RecTraits::kTokensPerPrepWarp];
   float v;
 };
 
-__device__ __forceinline__ void LoadBatch(const FwdArgs& a, int64_t t0, int nb, int pw, int slice,
-                                          int64_t h, PrepRegs* r) {
-  using Tr = FwdTraits;
+__device__ __forceinline__ void LoadBatch(const RecomputeArgs& a, int64_t t0, int nb, int pw,
+                                          int slice, int64_t h, PrepRegs* r) {
+  using Tr = RecTraits;
   const int64_t H = a.s.H;
 #pragma unroll
   for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
@@ -71,30 +70,27 @@ __device__ __forceinline__ void LoadBatch(const FwdArgs& a, int64_t t0, int nb, 
 }
 
 __device__ __forceinline__ void ComputeBatch(const PrepRegs& r, int nb, int pw, float4 dtb,
-                                             float exp_a, float lower_bound, FwdBatch& b) {
-  using Tr = FwdTraits;
+                                             double exp_a, double lower_bound, RecBatch& b) {
+  using Tr = RecTraits;
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
     const int tb = pw + Tr::kPrepWarps * i;
     if (tb < nb) {
-      const TokenScalars ts =
-          ComputeToken(r.tok[i], dtb, exp_a, lower_bound, b.kh[tb], b.qh[tb], b.d[tb]);
-      if (lane == 0) {
-        b.bt[tb] = ts.bt;
-        b.qk[tb] = ts.qk;
-      }
+      const TokenScalars64 ts =
+          ComputeToken64(r.tok[i], dtb, exp_a, lower_bound, b.kh[tb], b.qh[tb], b.d[tb]);
+      if (lane == 0) b.bt[tb] = ts.bt;
     }
   }
   const int pt = pw * 32 + lane;
   b.v[pt / Tr::kRowsPerCta][pt % Tr::kRowsPerCta] = r.v;
 }
 
-template <bool kRecompute>
-__global__ void __launch_bounds__(FwdTraits::kThreads)
-    KdaForwardKernel(const __grid_constant__ FwdArgs a) {
-  using Tr = FwdTraits;
-  __shared__ __align__(16) FwdBatch sm[2];
+__global__ void __launch_bounds__(RecTraits::kThreads)
+    KdaRecomputeKernel(const __grid_constant__ RecomputeArgs a) {
+  using Tr = RecTraits;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  RecBatch* sm = reinterpret_cast<RecBatch*>(smem_raw);  // two buffers
   const int slice = blockIdx.x;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -110,30 +106,28 @@ __global__ void __launch_bounds__(FwdTraits::kThreads)
     return static_cast<int>(min(int64_t{Tr::kTokenBatch}, eos - bos - b * Tr::kTokenBatch));
   };
 
-  // Compute warps: rows and state.
+  // Compute warps: rows and state. Lane col owns the double2 columns col + kLanesPerRow * i.
   const int rloc = (warp % Tr::kComputeWarps) * Tr::kRowsPerWarp + lane / Tr::kLanesPerRow;
   const int row = slice * Tr::kRowsPerCta + rloc;
-  const int col = lane % Tr::kLanesPerRow;  // float4 columns col + kLanesPerRow * i
+  const int col = lane % Tr::kLanesPerRow;
   const int64_t state_off = (n * H + h) * kDimSq + int64_t(row) * kDim;
-  float S[Tr::kVec4PerLane][4];
+  double S[Tr::kPairsPerLane][2];
   // Prep warps: raw inputs of the batch after next.
   const int pw = warp - Tr::kComputeWarps;
-  const float exp_a = expf(a.A_log[h]);
+  const double exp_a = exp(static_cast<double>(a.A_log[h]));
   PrepRegs regs{};
   float4 dtb = make_float4(0.f, 0.f, 0.f, 0.f);
 
   if (compute) {
 #pragma unroll
-    for (int i = 0; i < Tr::kVec4PerLane; ++i) {
-      float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i = 0; i < Tr::kPairsPerLane; ++i) {
+      float2 x = make_float2(0.f, 0.f);
       if (a.initial_state != nullptr) {
-        x = reinterpret_cast<const float4*>(a.initial_state +
+        x = reinterpret_cast<const float2*>(a.initial_state +
                                             state_off)[col + Tr::kLanesPerRow * i];
       }
       S[i][0] = x.x;
       S[i][1] = x.y;
-      S[i][2] = x.z;
-      S[i][3] = x.w;
     }
   } else {
     dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
@@ -148,62 +142,44 @@ __global__ void __launch_bounds__(FwdTraits::kThreads)
   for (int64_t b = 0; b < batches; ++b) {
     const int64_t t0 = bos + b * Tr::kTokenBatch;
     if (compute) {
-      const FwdBatch& cur = sm[b & 1];
-      if (kRecompute && (t0 - bos) % kda_layout::kCheckpointInterval == 0) {
+      const RecBatch& cur = sm[b & 1];
+      if ((t0 - bos) % kda_layout::kCheckpointInterval == 0) {
         const int64_t slot = bos / kda_layout::kCheckpointInterval + n +
                              (t0 - bos) / kda_layout::kCheckpointInterval;
-        float4* dst = reinterpret_cast<float4*>(a.checkpoints + (slot * H + h) * kDimSq +
-                                                int64_t(row) * kDim);
+        double2* dst = reinterpret_cast<double2*>(a.checkpoints + (slot * H + h) * kDimSq +
+                                                  int64_t(row) * kDim);
 #pragma unroll
-        for (int i = 0; i < Tr::kVec4PerLane; ++i) {
-          dst[col + Tr::kLanesPerRow * i] = make_float4(S[i][0], S[i][1], S[i][2], S[i][3]);
+        for (int i = 0; i < Tr::kPairsPerLane; ++i) {
+          dst[col + Tr::kLanesPerRow * i] = make_double2(S[i][0], S[i][1]);
         }
       }
       const int nb = batch_len(b);
       for (int tb = 0; tb < nb; ++tb) {
-        float4 dv[Tr::kVec4PerLane], kv[Tr::kVec4PerLane], qv[Tr::kVec4PerLane];
+        double2 dv[Tr::kPairsPerLane], kv[Tr::kPairsPerLane];
 #pragma unroll
-        for (int i = 0; i < Tr::kVec4PerLane; ++i) {
-          dv[i] = reinterpret_cast<const float4*>(cur.d[tb])[col + Tr::kLanesPerRow * i];
-          kv[i] = reinterpret_cast<const float4*>(cur.kh[tb])[col + Tr::kLanesPerRow * i];
-          qv[i] = reinterpret_cast<const float4*>(cur.qh[tb])[col + Tr::kLanesPerRow * i];
+        for (int i = 0; i < Tr::kPairsPerLane; ++i) {
+          dv[i] = reinterpret_cast<const double2*>(cur.d[tb])[col + Tr::kLanesPerRow * i];
+          kv[i] = reinterpret_cast<const double2*>(cur.kh[tb])[col + Tr::kLanesPerRow * i];
         }
-        float p[4] = {0.f, 0.f, 0.f, 0.f}, o[4] = {0.f, 0.f, 0.f, 0.f};
+        double p[2] = {0.0, 0.0};
 #pragma unroll
-        for (int i = 0; i < Tr::kVec4PerLane; ++i) {
-          const float* dd = &dv[i].x;
-          const float* kk = &kv[i].x;
-          const float* qq = &qv[i].x;
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            S[i][c] = __fmul_rn(S[i][c], dd[c]);
-            p[c] = fmaf(S[i][c], kk[c], p[c]);
-            o[c] = fmaf(S[i][c], qq[c], o[c]);
-          }
+        for (int i = 0; i < Tr::kPairsPerLane; ++i) {
+          S[i][0] = __dmul_rn(S[i][0], dv[i].x);
+          S[i][1] = __dmul_rn(S[i][1], dv[i].y);
+          p[0] = fma(S[i][0], kv[i].x, p[0]);
+          p[1] = fma(S[i][1], kv[i].y, p[1]);
         }
-        float pred = (p[0] + p[1]) + (p[2] + p[3]);
-        float op = (o[0] + o[1]) + (o[2] + o[3]);
+        double pred = p[0] + p[1];
 #pragma unroll
-        for (int m = 4; m > 0; m >>= 1) {
-          pred += __shfl_xor_sync(0xffffffffu, pred, m);
-          op += __shfl_xor_sync(0xffffffffu, op, m);
-        }
-        const float w = cur.v[tb][rloc] - pred;
-        const float u = __fmul_rn(cur.bt[tb], w);
+        for (int m = 4; m > 0; m >>= 1) pred += __shfl_xor_sync(0xffffffffu, pred, m);
+        const double w = static_cast<double>(cur.v[tb][rloc]) - pred;
+        const double u = __dmul_rn(cur.bt[tb], w);
 #pragma unroll
-        for (int i = 0; i < Tr::kVec4PerLane; ++i) {
-          const float* kk = &kv[i].x;
-#pragma unroll
-          for (int c = 0; c < 4; ++c) S[i][c] = __fmaf_rn(u, kk[c], S[i][c]);
+        for (int i = 0; i < Tr::kPairsPerLane; ++i) {
+          S[i][0] = __fma_rn(u, kv[i].x, S[i][0]);
+          S[i][1] = __fma_rn(u, kv[i].y, S[i][1]);
         }
-        const int64_t out = ((t0 + tb) * H + h) * kDim + row;
-        if (col == 0) {
-          if constexpr (kRecompute) {
-            a.residual[out] = w;
-          } else {
-            a.o[out] = ToBf16(a.s.scale * fmaf(u, cur.qk[tb], op));
-          }
-        }
+        if (col == 0) a.residual[((t0 + tb) * H + h) * kDim + row] = w;
       }
     } else if (b + 1 < batches) {
       ComputeBatch(regs, batch_len(b + 1), pw, dtb, exp_a, a.s.lower_bound, sm[(b + 1) & 1]);
@@ -213,28 +189,20 @@ __global__ void __launch_bounds__(FwdTraits::kThreads)
     }
     __syncthreads();
   }
-
-  if (!kRecompute && compute && a.final_state != nullptr) {
-    float4* dst = reinterpret_cast<float4*>(a.final_state + state_off);
-#pragma unroll
-    for (int i = 0; i < Tr::kVec4PerLane; ++i) {
-      dst[col + Tr::kLanesPerRow * i] = make_float4(S[i][0], S[i][1], S[i][2], S[i][3]);
-    }
-  }
 }
 
 }  // namespace
 
-Status LaunchForwardPass(const FwdArgs& a, bool recompute, cudaStream_t stream) {
+Status LaunchRecomputePass(const RecomputeArgs& a, cudaStream_t stream) {
   if (a.s.N == 0) return OkStatus();
-  const dim3 grid(FwdTraits::kCtasPerHead, static_cast<unsigned>(a.s.H),
+  constexpr int kSmem = static_cast<int>(2 * sizeof(RecBatch));
+  static std::atomic<uint64_t> done{0};
+  const Status attr = AllowSmem(KdaRecomputeKernel, kSmem, &done, "the recompute pass");
+  if (!attr.ok()) return attr;
+  const dim3 grid(RecTraits::kCtasPerHead, static_cast<unsigned>(a.s.H),
                   static_cast<unsigned>(a.s.N));
-  if (recompute) {
-    KdaForwardKernel<true><<<grid, FwdTraits::kThreads, 0, stream>>>(a);
-  } else {
-    KdaForwardKernel<false><<<grid, FwdTraits::kThreads, 0, stream>>>(a);
-  }
-  return CheckLaunch(recompute ? "the forward recompute" : "the forward");
+  KdaRecomputeKernel<<<grid, RecTraits::kThreads, kSmem, stream>>>(a);
+  return CheckLaunch("the recompute pass");
 }
 
 }  // namespace kda_cuda

@@ -27,8 +27,8 @@ constexpr int64_t CheckpointSlots(int64_t total_tokens, int64_t docs) {
 }
 
 struct BwdLayout {
-  int64_t checkpoints = 0;     // FP32 [slots, H, 128, 128]
-  int64_t residual = 0;        // FP32 [total_tokens, H, 128]: w = v - S_decayed kh, per token
+  int64_t checkpoints = 0;     // FP64 [slots, H, 128, 128]
+  int64_t residual = 0;        // FP64 [total_tokens, H, 128]: w = v - S_decayed kh, per token
   int64_t param_partials = 0;  // FP64 [N, H, kRowSplit, 2, 128]: ddt_bias and dA_log terms
   int64_t total = 0;
 };
@@ -39,9 +39,9 @@ constexpr BwdLayout MakeBwdLayout(int64_t B, int64_t T, int64_t H, int64_t num_d
   const int64_t docs = Docs(B, num_docs);
   int64_t off = 0;
   l.checkpoints = off;
-  off += AlignUp(CheckpointSlots(tokens, docs) * H * kDim * kDim * 4);
+  off += AlignUp(CheckpointSlots(tokens, docs) * H * kDim * kDim * 8);
   l.residual = off;
-  off += AlignUp(tokens * H * kDim * 4);
+  off += AlignUp(tokens * H * kDim * 8);
   l.param_partials = off;
   off += AlignUp(docs * H * kRowSplit * 2 * kDim * 8);
   l.total = off;

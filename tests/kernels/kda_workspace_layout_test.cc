@@ -69,8 +69,8 @@ TEST(KdaWorkspaceLayout, SequentialBackwardRegionsFitAndDoNotOverlap) {
     const L::BwdLayout l = L::MakeBwdLayout(s.B, s.T, s.H, s.num_docs);
     const int64_t docs = L::Docs(s.B, s.num_docs);
     ExpectRegions(
-        {{l.checkpoints, L::CheckpointSlots(s.B * s.T, docs) * s.H * L::kDim * L::kDim * 4},
-         {l.residual, s.B * s.T * s.H * L::kDim * 4},
+        {{l.checkpoints, L::CheckpointSlots(s.B * s.T, docs) * s.H * L::kDim * L::kDim * 8},
+         {l.residual, s.B * s.T * s.H * L::kDim * 8},
          {l.param_partials, docs * s.H * L::kRowSplit * 2 * L::kDim * 8}},
         l.total, "sequential backward " + Name(s));
   }

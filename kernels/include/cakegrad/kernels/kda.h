@@ -45,15 +45,17 @@ struct KdaFwdParams {
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
-// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4.6x-8.2x faster on the H200 and
-// meets SPEC on every output but one: dA_log, an [H] vector, is a strongly cancelling FP32 sum
-// per head, and the chunked form's per-head error is a few times the sequential one's. rel-L2 is
-// taken over the H heads, which must all cancel at once to miss. Measured with both backwards on
-// the same random draws (bench/results/kda_h200.md, twenty-first session, after the chunked
-// form's log-gate fixes): H = 1 over 1e-4 on 3 of 700 draws (the sequential one on 1); H = 2
-// on none of ~4700, but up to 9.2e-5 (7 over 3e-5, where the sequential one stayed within
-// 1.6e-5), so a miss every few thousand draws; H = 4 within 1.1e-5 on all of 1050. kAuto
-// therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads heads on.
+// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 9x-17x faster on the H200 and
+// meets SPEC on every output but one: dA_log, an [H] vector, is a strongly cancelling sum per
+// head (at one head, on some draws, its terms add up to ~7000 times its size), and the chunked
+// form's FP32 terms leave a per-head error that rel-L2 over the H heads hides only when the heads
+// do not all cancel at once. Measured with both backwards on the same random draws
+// (bench/results/kda_h200.md, twenty-first session): chunked at H = 1 over 1e-4 on 3 of 700
+// draws; H = 2 on none of ~4700, but up to 9.2e-5, so a miss every few thousand draws; H = 4
+// within 1.1e-5 on all of 1050. The sequential one runs in FP64 (twenty-fifth session: dA_log
+// within 5.7e-8 on 1000 draws at B = 2, T = 65, H = 1, where its FP32 form missed 1e-4 on about
+// 1 draw in 300). kAuto therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads
+// heads on.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
 
 constexpr int64_t kKdaChunkedBackwardMinHeads = 4;
