@@ -368,12 +368,20 @@ int main() {
   // H = 16 make 8176 preparation CTAs, under 31 waves of two per SM on 132 SMs; 32768 make 8192).
   const char* t_env = std::getenv("KDA_BENCH_T");
   const int64_t t_over = t_env != nullptr ? std::atoll(t_env) : 0;
+  // KDA_BENCH_H=<heads> replaces every picked case's H (below 4 heads the default backward is the
+  // sequential one, kda.h).
+  const char* h_env = std::getenv("KDA_BENCH_H");
+  const int64_t h_over = h_env != nullptr ? std::atoll(h_env) : 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (pick != nullptr && std::strchr(pick, static_cast<char>('0' + i)) == nullptr) continue;
     Case c = cases[i];
     if (t_over > 0) {
       c.T = t_over;
       c.name += " T=" + std::to_string(t_over);
+    }
+    if (h_over > 0) {
+      c.H = h_over;
+      c.name += " H=" + std::to_string(h_over);
     }
     Run(c);
   }
