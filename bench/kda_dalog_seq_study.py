@@ -2,16 +2,17 @@
 """dA_log tail of the sequential KDA backward at (B, T, H) = (2, 65, 1) with initial state (CPU
 study, twenty-fifth session): which stage's FP32 rounding makes a draw miss SPEC's 1e-4.
 
-Emulates kernels/cuda/kda_forward.cu (recompute mode: checkpoints, residual w) and
-kda_backward.cu in tensor form, one precision knob per stage ("f32" = the kernels today, "f64"):
+Emulates kernels/cuda/kda_recompute.cu (checkpoints, residual w) and kda_backward.cu in tensor
+form, one precision knob per stage ("f32" = the kernels before e89a6cf, "f64" = since then):
   prep   the token vectors kh, qh, the decay d = exp(lb sigmoid(z)), bt = sigmoid(beta)
   fwd    the forward recurrence that produces the residual w (and the states the backward
          rebuilds from checkpoints)
   bwd    the backward's rebuilt states and the adjoint recurrence dS (with du)
   part   the per-token sums over rows X, Y, Z, W of each column (partials, then the cluster sum)
-  dz     the gate's derivative sigmoid'(z) = sg (1 - sg): 'naive' (the kernel: 1 - sg after
+  store  the workspace's checkpoints (every 32 tokens) and residuals w
+  dz     the gate's derivative sigmoid'(z) = sg (1 - sg): 'naive' (the FP32 kernel: 1 - sg after
          rounding sg, which loses sigmoid(-z)'s relative precision for large z), 'acc'
-         (sigmoid(z) sigmoid(-z) in the prep precision), 'exact' 
+         (sigmoid(z) sigmoid(-z) in the prep precision), 'exact'
 Draws follow tests/gpu/kda_kernels_test.cu's distributions; a draw is two documents sharing
 A_log and dt_bias, and its dA_log is their sum. The exact value is every knob at FP64 (checked
 against torch_reference.kda_backward, autograd of the FP64 forward, on draw 0).
@@ -83,8 +84,8 @@ def seq_dalog(d, prep="f32", fwd="f32", bwd="f32", part="f32", dz="naive", parts
     bt = torch.sigmoid(d["beta"].to(Bt))  # [M, T]
     P = G
 
-    # Forward (recompute): the residual w of every token and a checkpoint every 32 tokens (kda_layout.h), both
-    # stored in the workspace at the store precision; the backward rebuilds its states from them.
+    # Forward (recompute): the residual w of every token and a checkpoint every 32 tokens
+    # (kda_layout.h), both stored at the store precision; the backward rebuilds its states there.
     St = DT[store]
     S = d["s0"].to(Fw)
     w = torch.empty(kh.shape, dtype=St)

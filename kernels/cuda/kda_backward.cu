@@ -4,7 +4,7 @@
 // sum.
 //
 // Three launches on the caller's stream:
-//  1. the recompute pass (kda_forward.cu) saves the state at every
+//  1. the recompute pass (kda_recompute.cu) saves the state at every
 //     kCheckpointInterval-th token of each document and the residual w = v - S_decayed kh of
 //     every token (so the states can be rebuilt later without any cross-row reduction);
 //  2. KdaBackwardKernel: one cluster of kClusterSize CTAs per (document, head), each CTA owning

@@ -192,7 +192,7 @@ __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float 
   return t;
 }
 
-// The sequential backward and its recompute pass run in FP64 (kda_forward.cu, kda_backward.cu).
+// The sequential backward and its recompute pass run in FP64 (kda_recompute.cu, kda_backward.cu).
 // At one head dA_log is a single sum whose terms cancel to a part in ~10^4 on some draws (the
 // twenty-fourth session measured a condition number of 7097), so SPEC's 1e-4 needs each term
 // beyond FP32's reach (bench/kda_dalog_seq_study.py: every FP32 stage contributes about equally).
@@ -398,7 +398,7 @@ struct FwdArgs {
   uint16_t* chunk_kdt3;        // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
 };
 
-// The sequential backward's recompute pass (kda_forward.cu): the exact recurrence in FP64, saving
+// The sequential backward's recompute pass (kda_recompute.cu): the exact recurrence in FP64, saving
 // the state every kda_layout::kCheckpointInterval tokens of each document and every token's
 // residual w = v - S_decayed kh, from which the backward rebuilds the states.
 struct RecomputeArgs {
