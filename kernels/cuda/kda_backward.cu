@@ -418,14 +418,7 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   if (!st.ok()) return st;
   const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
   char* ws = static_cast<char*>(p.workspace);
-  f.q = p.q;
-  f.k = p.k;
-  f.v = p.v;
-  f.g = p.g;
-  f.beta = p.beta;
-  f.A_log = p.A_log;
-  f.dt_bias = p.dt_bias;
-  f.initial_state = p.initial_state;
+  kda_cuda::SetFwdInputs(p, &f);
   f.checkpoints = reinterpret_cast<double*>(ws + layout.checkpoints);
   f.residual = reinterpret_cast<double*>(ws + layout.residual);
   double* partials = reinterpret_cast<double*>(ws + layout.param_partials);

@@ -1512,14 +1512,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
 
   if (f.s.N > 0) {
     // 1. Records and chunk-start states: the chunked forward in checkpoint mode (no o).
-    f.q = p.q;
-    f.k = p.k;
-    f.v = p.v;
-    f.g = p.g;
-    f.beta = p.beta;
-    f.A_log = p.A_log;
-    f.dt_bias = p.dt_bias;
-    f.initial_state = p.initial_state;
+    SetFwdInputs(p, &f);
     f.o = nullptr;
     f.final_state = nullptr;
     f.checkpoints = reinterpret_cast<float*>(ws + layout.s0);

@@ -375,9 +375,9 @@ inline Status CheckLaunch(const char* what) {
 
 namespace cakegrad::kernels::kda_cuda {
 
-// Arguments of the forward pass. The backward reruns it in "recompute" mode, where it writes
-// the chunk checkpoints and the residuals w instead of o and final_state.
-struct FwdArgs {
+// The forward recurrence's inputs, as the kernels that run it read them: the chunked forward
+// (also the chunked backward's checkpoint pass) and the sequential backward's recompute pass.
+struct FwdInputs {
   KdaShape s;
   const uint16_t* q;
   const uint16_t* k;
@@ -387,32 +387,42 @@ struct FwdArgs {
   const float* A_log;
   const float* dt_bias;
   const float* initial_state;  // nullable: zeros
-  uint16_t* o;                 // nullable in the chunked backward's checkpoint mode
-  float* final_state;          // nullable
-  float* checkpoints;          // non-null: the chunked backward's checkpoint mode, chunk-start
-                               // states at chunk slots
-  float* chunk_p;              // checkpoint mode: P per chunk slot,
-                               // [slots, H, kda_layout::kChunkPFloats]
-  float* chunk_tinv;           // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
-  float* chunk_u;              // likewise: U = Uv - W S0^T per chunk slot, [slots, H, 64, 128]
-  uint16_t* chunk_kdt3;        // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
 };
 
-// The sequential backward's recompute pass (kda_recompute.cu): the exact recurrence in FP64, saving
-// the state every kda_layout::kCheckpointInterval tokens of each document and every token's
-// residual w = v - S_decayed kh, from which the backward rebuilds the states.
-struct RecomputeArgs {
-  KdaShape s;
-  const uint16_t* q;
-  const uint16_t* k;
-  const uint16_t* v;
-  const uint16_t* g;
-  const uint16_t* beta;
-  const float* A_log;
-  const float* dt_bias;
-  const float* initial_state;  // nullable: zeros
-  double* checkpoints;         // [slots, H, 128, 128]
-  double* residual;            // [total_tokens, H, 128]
+// Copies the input pointers of a forward or backward call (KdaFwdParams or KdaBwdParams); the
+// shape is filled by the call's checks.
+template <typename Params>
+void SetFwdInputs(const Params& p, FwdInputs* in) {
+  in->q = p.q;
+  in->k = p.k;
+  in->v = p.v;
+  in->g = p.g;
+  in->beta = p.beta;
+  in->A_log = p.A_log;
+  in->dt_bias = p.dt_bias;
+  in->initial_state = p.initial_state;
+}
+
+// The chunked forward's arguments. The chunked backward reruns it in checkpoint mode, where it
+// writes chunk-start states and per-chunk operands instead of o and final_state.
+struct FwdArgs : FwdInputs {
+  uint16_t* o;           // nullable in the chunked backward's checkpoint mode
+  float* final_state;    // nullable
+  float* checkpoints;    // non-null: the chunked backward's checkpoint mode, chunk-start
+                         // states at chunk slots
+  float* chunk_p;        // checkpoint mode: P per chunk slot,
+                         // [slots, H, kda_layout::kChunkPFloats]
+  float* chunk_tinv;     // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
+  float* chunk_u;        // likewise: U = Uv - W S0^T per chunk slot, [slots, H, 64, 128]
+  uint16_t* chunk_kdt3;  // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
+};
+
+// The sequential backward's recompute pass (kda_recompute.cu): the exact recurrence in FP64,
+// saving the state every kda_layout::kCheckpointInterval tokens of each document and every
+// token's residual w = v - S_decayed kh, from which the backward rebuilds the states.
+struct RecomputeArgs : FwdInputs {
+  double* checkpoints;  // [slots, H, 128, 128]
+  double* residual;     // [total_tokens, H, 128]
 };
 
 Status LaunchRecomputePass(const RecomputeArgs& a, cudaStream_t stream);

@@ -28,14 +28,7 @@ Status KdaForwardCuda(const KdaFwdParams& p, cudaStream_t stream) {
                                                    {"final_state", p.final_state},
                                                    {"workspace", p.workspace}});
   if (!aligned.ok()) return aligned;
-  a.q = p.q;
-  a.k = p.k;
-  a.v = p.v;
-  a.g = p.g;
-  a.beta = p.beta;
-  a.A_log = p.A_log;
-  a.dt_bias = p.dt_bias;
-  a.initial_state = p.initial_state;
+  kda_cuda::SetFwdInputs(p, &a);
   a.o = p.o;
   a.final_state = p.final_state;
   return kda_cuda::LaunchChunkedForward(a, p.workspace, p.workspace_bytes, stream);
