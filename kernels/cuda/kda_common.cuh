@@ -201,7 +201,8 @@ struct TokenScalars64 {
 };
 
 // Writes kh, qh and the decay d = exp(gl) (128 doubles each) of one token in FP64 from its raw
-// BF16 / FP32 inputs, and returns the token's scalars. db is this lane's dt_bias[h, 4l .. 4l+3].
+// BF16 / FP32 inputs, and returns the token's scalars. db is this lane's dt_bias[h, 4l .. 4l+3];
+// qh may be null (the recompute pass needs no qh).
 // The recompute pass and the backward both call exactly this, so they agree bit for bit.
 __device__ __forceinline__ TokenScalars64 ComputeToken64(const RawToken& r, float4 db, double exp_a,
                                                          double lower_bound, double* kh, double* qh,
@@ -227,12 +228,14 @@ __device__ __forceinline__ TokenScalars64 ComputeToken64(const RawToken& r, floa
   ts.rk = 1.0 / sqrt(WarpSum(sk) + 1e-6);
   ts.bt = 1.0 / (1.0 + exp(-static_cast<double>(r.beta)));
   double2* khp = reinterpret_cast<double2*>(kh) + 2 * lane;
-  double2* qhp = reinterpret_cast<double2*>(qh) + 2 * lane;
   double2* dp = reinterpret_cast<double2*>(d) + 2 * lane;
   khp[0] = make_double2(kf[0] * ts.rk, kf[1] * ts.rk);
   khp[1] = make_double2(kf[2] * ts.rk, kf[3] * ts.rk);
-  qhp[0] = make_double2(qf[0] * ts.rq, qf[1] * ts.rq);
-  qhp[1] = make_double2(qf[2] * ts.rq, qf[3] * ts.rq);
+  if (qh != nullptr) {
+    double2* qhp = reinterpret_cast<double2*>(qh) + 2 * lane;
+    qhp[0] = make_double2(qf[0] * ts.rq, qf[1] * ts.rq);
+    qhp[1] = make_double2(qf[2] * ts.rq, qf[3] * ts.rq);
+  }
   dp[0] = make_double2(dv[0], dv[1]);
   dp[1] = make_double2(dv[2], dv[3]);
   return ts;

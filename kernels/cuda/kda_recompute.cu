@@ -42,7 +42,6 @@ struct RecTraits {
 struct RecBatch {
   double kh[RecTraits::kTokenBatch][kDim];
   double d[RecTraits::kTokenBatch][kDim];
-  double qh[RecTraits::kTokenBatch][kDim];  // written by ComputeToken64, not read here
   double bt[RecTraits::kTokenBatch];
   float v[RecTraits::kTokenBatch][RecTraits::kRowsPerCta];
 };
@@ -79,7 +78,7 @@ __device__ __forceinline__ void ComputeBatch(const PrepRegs& r, int nb, int pw, 
     const int tb = pw + Tr::kPrepWarps * i;
     if (tb < nb) {
       const TokenScalars64 ts =
-          ComputeToken64(r.tok[i], dtb, exp_a, lower_bound, b.kh[tb], b.qh[tb], b.d[tb]);
+          ComputeToken64(r.tok[i], dtb, exp_a, lower_bound, b.kh[tb], nullptr, b.d[tb]);
       if (lane == 0) b.bt[tb] = ts.bt;
     }
   }
@@ -162,15 +161,16 @@ __global__ void __launch_bounds__(RecTraits::kThreads)
           dv[i] = reinterpret_cast<const double2*>(cur.d[tb])[col + Tr::kLanesPerRow * i];
           kv[i] = reinterpret_cast<const double2*>(cur.kh[tb])[col + Tr::kLanesPerRow * i];
         }
-        double p[2] = {0.0, 0.0};
+        // Four partial sums: the token's dependent chain is this row sum, then the shuffles.
+        double p[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll
         for (int i = 0; i < Tr::kPairsPerLane; ++i) {
           S[i][0] = __dmul_rn(S[i][0], dv[i].x);
           S[i][1] = __dmul_rn(S[i][1], dv[i].y);
-          p[0] = fma(S[i][0], kv[i].x, p[0]);
-          p[1] = fma(S[i][1], kv[i].y, p[1]);
+          p[2 * (i & 1)] = fma(S[i][0], kv[i].x, p[2 * (i & 1)]);
+          p[2 * (i & 1) + 1] = fma(S[i][1], kv[i].y, p[2 * (i & 1) + 1]);
         }
-        double pred = p[0] + p[1];
+        double pred = (p[0] + p[1]) + (p[2] + p[3]);
 #pragma unroll
         for (int m = 4; m > 0; m >>= 1) pred += __shfl_xor_sync(0xffffffffu, pred, m);
         const double w = static_cast<double>(cur.v[tb][rloc]) - pred;
