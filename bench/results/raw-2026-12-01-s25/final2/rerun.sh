@@ -1,0 +1,3 @@
+# final2's second call (one device call, wall 96 s): the failing chunked draw paired with the
+# sequential backward, and KDA's racecheck, which final2's run_all had no time left for.
+tar xJf .carry/gpu.tar.xz && export LD_LIBRARY_PATH=$PWD/.carry/gpu/lib && B=.carry/gpu/bin/cakegrad_gpu_kda_tests && KDA_TEST_SEED=4192886706 KDA_PAIR_SEQUENTIAL=1 $B --gtest_filter='Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/B2_T1000_H4_fastdecay' 2>&1 | grep -E "dA_log|ddt_bias|dinitial|seed" | tee $OUT/seed_pair.txt; timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $B --gtest_filter='*Sanitize*' > $OUT/sanitize_kda_racecheck.log 2>&1; echo "racecheck rc=$? $(tail -1 $OUT/sanitize_kda_racecheck.log)"
