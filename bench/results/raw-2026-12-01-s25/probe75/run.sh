@@ -1,0 +1,1 @@
+timeout 100 .carry/fp64probe/fp64_mma_probe 2>&1 | tee $OUT/fp64_mma_probe.txt   # carry [".carry/fp64probe"], binary built here: nvcc -arch=sm_90a -O2 -std=c++17 -o .carry/fp64probe/fp64_mma_probe tools/gpu/probes/fp64_mma_probe.cu
