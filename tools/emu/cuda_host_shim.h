@@ -60,6 +60,8 @@ inline float __uint_as_float(uint32_t u) {
 }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __dmul_rn(double a, double b) { return a * b; }
 inline unsigned atomicOr(uint32_t* p, uint32_t v) {
   return std::atomic_ref<uint32_t>(*p).fetch_or(v);
 }
