@@ -82,7 +82,6 @@ def seq_dalog(d, prep="f32", fwd="f32", bwd="f32", part="f32", dz="naive", parts
     sg = torch.sigmoid(z)
     dec = torch.exp(LB * sg)
     bt = torch.sigmoid(d["beta"].to(Bt))  # [M, T]
-    P = G
 
     # Forward (recompute): the residual w of every token and a checkpoint every 32 tokens
     # (kda_layout.h), both stored at the store precision; the backward rebuilds its states there.
@@ -121,7 +120,7 @@ def seq_dalog(d, prep="f32", fwd="f32", bwd="f32", part="f32", dz="naive", parts
             sgp = sg[:, t] * torch.sigmoid(-z[:, t])
         else:  # exact
             zz = z[:, t].to(F64)
-            sgp = (torch.sigmoid(zz) * torch.sigmoid(-zz)).to(P)
+            sgp = (torch.sigmoid(zz) * torch.sigmoid(-zz)).to(G)
         dzv = dd.to(Z) * dec[:, t].to(Z) * LB * sgp.to(Z)
         total += (dzv.to(F64) * z[:, t].to(Z).to(F64)).sum(-1)
         dS = dsd * dec[:, t, None, :].to(Bw)

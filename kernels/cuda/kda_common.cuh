@@ -166,19 +166,22 @@ struct TokenLane {
   float rq, rk;
 };
 
+// The 4 BF16 values of a lane's uint2 load, widened exactly (to float or double).
+template <typename T>
+__device__ __forceinline__ void UnpackBf16x4(uint2 v, T (&out)[4]) {
+  out[0] = Bf16(v.x & 0xffff);
+  out[1] = Bf16(v.x >> 16);
+  out[2] = Bf16(v.y & 0xffff);
+  out[3] = Bf16(v.y >> 16);
+}
+
 __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float db[4], float exp_a,
                                                  float lower_bound) {
   TokenLane t;
-  const float gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
-                       Bf16(r.g.y >> 16)};
-  t.qf[0] = Bf16(r.q.x & 0xffff);
-  t.qf[1] = Bf16(r.q.x >> 16);
-  t.qf[2] = Bf16(r.q.y & 0xffff);
-  t.qf[3] = Bf16(r.q.y >> 16);
-  t.kf[0] = Bf16(r.k.x & 0xffff);
-  t.kf[1] = Bf16(r.k.x >> 16);
-  t.kf[2] = Bf16(r.k.y & 0xffff);
-  t.kf[3] = Bf16(r.k.y >> 16);
+  float gf[4];
+  UnpackBf16x4(r.g, gf);
+  UnpackBf16x4(r.q, t.qf);
+  UnpackBf16x4(r.k, t.kf);
   float sq = 0.f, sk = 0.f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -209,12 +212,10 @@ __device__ __forceinline__ TokenScalars64 ComputeToken64(const RawToken& r, floa
                                                          double* d) {
   const int lane = threadIdx.x & 31;
   const double dtb[4] = {db.x, db.y, db.z, db.w};
-  const double gf[4] = {Bf16(r.g.x & 0xffff), Bf16(r.g.x >> 16), Bf16(r.g.y & 0xffff),
-                        Bf16(r.g.y >> 16)};
-  const double qf[4] = {Bf16(r.q.x & 0xffff), Bf16(r.q.x >> 16), Bf16(r.q.y & 0xffff),
-                        Bf16(r.q.y >> 16)};
-  const double kf[4] = {Bf16(r.k.x & 0xffff), Bf16(r.k.x >> 16), Bf16(r.k.y & 0xffff),
-                        Bf16(r.k.y >> 16)};
+  double gf[4], qf[4], kf[4];
+  UnpackBf16x4(r.g, gf);
+  UnpackBf16x4(r.q, qf);
+  UnpackBf16x4(r.k, kf);
   double sq = 0.0, sk = 0.0, dv[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
