@@ -5,8 +5,9 @@
 #   bash tools/gpu/build_ab_carry.sh NAME FAMILY FILE VARIANT=SOURCE ...
 # FILE is the source the variants replace (e.g. kernels/cuda/kda_chunked_backward.cu), or several
 # such paths separated by spaces (one quoted argument); SOURCE is a file path (single FILE only;
-# FILE itself means its content as the call found it), git:REV (every FILE as committed at REV) or
-# "tree" (every FILE as the call found it). Each variant gets FILE's content, one
+# FILE itself means its content as the call found it), git:REV (every FILE as committed at REV,
+# empty where REV lacks it) or "tree" (every FILE as the call found it, absent where the tree
+# lacks it: a source removed since REV). Each variant gets FILE's content, one
 # kernels-only build (BUILD_DIR, default /tmp/ab-build, configured on first use) and its stripped
 # family test and bench binaries in .carry/NAME/VARIANT/. FILE is restored afterwards, whatever
 # happens. EXTRA (space-separated paths, e.g. the call's run script) are copied into .carry/NAME
@@ -19,21 +20,30 @@ shift 3
 cd "$(git rev-parse --show-toplevel)"
 case $family in conv1d | mhc | kda) ;; *) echo "FAMILY must be conv1d, mhc or kda" >&2; exit 2 ;; esac
 read -r -a files <<< "$file"
-for f in "${files[@]}"; do [ -f "$f" ] || { echo "no such file: $f" >&2; exit 2; }; done
+for f in "${files[@]}"; do
+  [ -f "$f" ] || git cat-file -e "HEAD:$f" 2>/dev/null || [ -n "$(git log -1 --format=%H -- "$f")" ] ||
+    { echo "no such file: $f" >&2; exit 2; }
+done
 build=${BUILD_DIR:-/tmp/ab-build}
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCAKEGRAD_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 saved=$(mktemp -d)
-for i in "${!files[@]}"; do cp "${files[$i]}" "$saved/$i"; done
-restore() { for i in "${!files[@]}"; do cp "$saved/$i" "${files[$i]}"; done; }
+for i in "${!files[@]}"; do [ ! -f "${files[$i]}" ] || cp "${files[$i]}" "$saved/$i"; done
+restore() {
+  for i in "${!files[@]}"; do
+    if [ -f "$saved/$i" ]; then cp "$saved/$i" "${files[$i]}"; else rm -f "${files[$i]}"; fi
+  done
+}
 trap 'restore; rm -rf "$saved"' EXIT
 out=.carry/$name
 rm -rf "$out" ".carry/${name}x"
 for spec in "$@"; do
   v=${spec%%=*} src=${spec#*=}
   case $src in
-    git:*) for f in "${files[@]}"; do git show "${src#git:}:$f" > "$f"; done ;;
+    git:*)
+      # A FILE new since REV is left empty there (it compiles to nothing).
+      for f in "${files[@]}"; do git show "${src#git:}:$f" > "$f" 2>/dev/null || : > "$f"; done ;;
     tree) restore ;;
     *)
       [ ${#files[@]} -eq 1 ] || { echo "a file SOURCE needs a single FILE" >&2; exit 2; }
