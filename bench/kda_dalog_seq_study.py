@@ -2,7 +2,7 @@
 """dA_log tail of the sequential KDA backward at (B, T, H) = (2, 65, 1) with initial state (CPU
 study, twenty-fifth session): which stage's FP32 rounding makes a draw miss SPEC's 1e-4.
 
-Emulates kernels/cuda/kda_recompute.cu (checkpoints, residual w) and kda_backward.cu in tensor
+Emulates kernels/cuda/kda_row_pass.cu (the recompute pass) (checkpoints, residual w) and kda_backward.cu in tensor
 form, one precision knob per stage ("f32" = the kernels before e89a6cf, "f64" = since then):
   prep   the token vectors kh, qh, the decay d = exp(lb sigmoid(z)), bt = sigmoid(beta)
   fwd    the forward recurrence that produces the residual w (and the states the backward

@@ -3,26 +3,31 @@
 // the fast one; this is the default below 4 heads, where one head's dA_log is a badly conditioned
 // sum.
 //
-// Three launches on the caller's stream:
-//  1. the recompute pass (kda_recompute.cu) saves the state at every
-//     kCheckpointInterval-th token of each document and the residual w = v - S_decayed kh of
-//     every token (so the states can be rebuilt later without any cross-row reduction);
-//  2. KdaBackwardKernel: one cluster of kClusterSize CTAs per (document, head), each CTA owning
+// Documents are cut into segments (kda_layout::SegmentLength) that run in parallel. In order on
+// the caller's stream:
+//  1. the segment transitions (kda_row_pass.cu), then FP64 scans (kda_segment.cu) that give each
+//     segment's start state and the state gradient at its end;
+//  2. the recompute pass (kda_row_pass.cu), per segment from its start state, saves the state at
+//     every kCheckpointInterval-th token and the residual w = v - S_decayed kh of every token (so
+//     the states can be rebuilt later without any cross-row reduction);
+//  3. KdaBackwardKernel: one cluster of kClusterSize CTAs per (segment, head), each CTA owning
 //     kRowsPerCta state rows. Thread (half, k) keeps column k of kRowsPerThread rows of dS in
-//     registers. Chunks are walked backwards; a chunk's states are rebuilt from its checkpoint
-//     (sub-chunk checkpoints in shared memory, the sub-chunk's states in registers), then each
-//     token's adjoint step runs with one 128-thread reduction (du, a sum over k). The sums over
-//     rows (dqh, dkh, d(decay), dbeta) are exact per-CTA partials in shared memory; after each
-//     sub-chunk the cluster syncs and CTA r adds the partials of the sub-chunk's token r from all
-//     CTAs through distributed shared memory in rank order, and finishes that token (norms,
-//     gate, sigmoid chain rules). No atomics; every sum has a fixed order.
-//  3. KdaParamReduceKernel adds the per-CTA dA_log / ddt_bias partials in a fixed order.
+//     registers, from the segment's end gradient. Chunks are walked backwards; a chunk's states
+//     are rebuilt from its checkpoint (sub-chunk checkpoints in shared memory, the sub-chunk's
+//     states in registers), then each token's adjoint step runs with one 128-thread reduction
+//     (du, a sum over k). The sums over rows (dqh, dkh, d(decay), dbeta) are exact per-CTA
+//     partials in shared memory; after each sub-chunk the cluster syncs and CTA r adds the
+//     partials of the sub-chunk's token r from all CTAs through distributed shared memory in rank
+//     order, and finishes that token (norms, gate, sigmoid chain rules). No atomics; every sum
+//     has a fixed order.
+//  4. KdaParamReduceKernel adds the per-CTA dA_log / ddt_bias partials in a fixed order.
 #include <cooperative_groups.h>
 
 #include <atomic>
 
 #include "kda_chunked_backward.cuh"
 #include "kda_common.cuh"
+#include "per_device_memo.h"
 
 namespace cg = cooperative_groups;
 
@@ -80,16 +85,16 @@ struct BwdArgs {
   const float* A_log;
   const float* dt_bias;
   const uint16_t* d_o;
-  const float* dfinal_state;  // nullable: zeros
   const double* checkpoints;
   const double* residual;
+  const double* seg_grad;  // the state gradient at each segment's end
+  float* dinitial_state;
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
   uint16_t* dg;
   uint16_t* dbeta;
-  float* dinitial_state;
-  double* param_partials;  // [N, H, kClusterSize, 2, 128]
+  double* param_partials;  // [segment slots, H, kClusterSize, 2, 128]
 };
 
 // Barrier of one half's 128 threads (ids 1 and 2; 0 is __syncthreads).
@@ -142,8 +147,8 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
   BwdSmem& sm = *reinterpret_cast<BwdSmem*>(smem_raw);
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t slot = blockIdx.x / Tr::kClusterSize;
   const int64_t h = blockIdx.y;
-  const int64_t n = blockIdx.z;
   const int64_t H = a.s.H;
   const int tid = threadIdx.x;
   const int k = tid % kDim;
@@ -152,26 +157,31 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
   const int lane = tid & 31;
   const int hrow = half * R;                       // first row of this half, CTA-local
   const int row0 = rank * Tr::kRowsPerCta + hrow;  // first row of this thread, global
+  double* pp = a.param_partials + ((slot * H + h) * Tr::kClusterSize + rank) * 2 * kDim;
 
-  int64_t bos, eos;
-  DocBounds(a.s, n, &bos, &eos);
+  int64_t n, bos, eos, seg;
+  if (!LocateSlot(a.s, slot, a.s.segment, &n, &bos, &eos, &seg)) {
+    // A gap slot (the whole cluster): its partials are zeros for the fixed-order reduce.
+    if (half == 1) pp[k] = pp[kDim + k] = 0.0;
+    return;
+  }
+  const int64_t sbeg = bos + seg * a.s.segment;
+  const int64_t send = min(eos, sbeg + a.s.segment);
 
-  const int64_t state_off = (n * H + h) * kDimSq;
+  const int64_t state_off = (slot * H + h) * kDimSq;
   double dS[R];
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
-    dS[i] = a.dfinal_state != nullptr ? a.dfinal_state[state_off + (row0 + i) * kDim + k] : 0.f;
-  }
+  for (int i = 0; i < R; ++i) dS[i] = a.seg_grad[state_off + (row0 + i) * kDim + k];
   const double exp_a = exp(static_cast<double>(a.A_log[h]));
   const float* dt_bias_h = a.dt_bias + h * kDim;
   const double lb = a.s.lower_bound;
   const double scale = a.s.scale;
   double p_dt = 0.0, p_alog = 0.0;  // this CTA's ddt_bias[k] / dA_log terms (half 1 finishes)
 
-  const int64_t chunks = (eos - bos + Tr::kChunk - 1) / Tr::kChunk;
+  const int64_t chunks = (send - sbeg + Tr::kChunk - 1) / Tr::kChunk;
   for (int64_t c = chunks - 1; c >= 0; --c) {
-    const int64_t tc0 = bos + c * Tr::kChunk;
-    const int nc = static_cast<int>(min(int64_t{Tr::kChunk}, eos - tc0));
+    const int64_t tc0 = sbeg + c * Tr::kChunk;
+    const int nc = static_cast<int>(min(int64_t{Tr::kChunk}, send - tc0));
     __syncthreads();  // the previous chunk's vectors are no longer read
     for (int tb = warp; tb < nc; tb += Tr::kThreads / 32) {
       const TokenScalars64 ts = ComputeToken64(LoadToken(a.q, a.k, a.g, a.beta, tc0 + tb, H, h),
@@ -367,29 +377,29 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
     }
   }
 
+  if (seg == 0 && a.dinitial_state != nullptr) {
+    const int64_t doc_off = (n * H + h) * kDimSq;
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
-    if (a.dinitial_state != nullptr) {
-      a.dinitial_state[state_off + (row0 + i) * kDim + k] = static_cast<float>(dS[i]);
+    for (int i = 0; i < R; ++i) {
+      a.dinitial_state[doc_off + (row0 + i) * kDim + k] = static_cast<float>(dS[i]);
     }
   }
   if (half == 1) {
-    double* pp = a.param_partials + ((n * H + h) * Tr::kClusterSize + rank) * 2 * kDim;
     pp[k] = p_dt;
     pp[kDim + k] = p_alog;
   }
 }
 
-// ddt_bias[h, k] and dA_log[h]: fixed-order sums of the per-CTA partials over documents and
+// ddt_bias[h, k] and dA_log[h]: fixed-order sums of the per-CTA partials over segment slots and
 // ranks, then over k for dA_log.
 __global__ void __launch_bounds__(kDim)
-    KdaParamReduceKernel(const double* __restrict__ pp, int64_t N, int64_t H, float* dA_log,
+    KdaParamReduceKernel(const double* __restrict__ pp, int64_t slots, int64_t H, float* dA_log,
                          float* ddt_bias) {
   __shared__ double warp_sums[kDim / 32];
   const int64_t h = blockIdx.x;
   const int k = threadIdx.x;
   double sdt = 0.0, sa = 0.0;
-  for (int64_t n = 0; n < N; ++n) {
+  for (int64_t n = 0; n < slots; ++n) {
     for (int r = 0; r < BwdTraits::kClusterSize; ++r) {
       const double* p = pp + ((n * H + h) * BwdTraits::kClusterSize + r) * 2 * kDim;
       sdt += p[k];
@@ -409,23 +419,70 @@ __global__ void __launch_bounds__(kDim)
   }
 }
 
+// The backward kernel's clusters resident at once on the current device (its one-wave capacity,
+// which the segment length is chosen for), asked once per device.
+Status ResidentClusters(int smem, int* clusters) {
+  static PerDeviceMemo memo;
+  int dev = 0;
+  const cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
+  }
+  return memo.Get(
+      dev,
+      [&](int* n) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(BwdTraits::kClusterSize);
+        cfg.blockDim = dim3(BwdTraits::kThreads);
+        cfg.dynamicSmemBytes = smem;
+        const cudaError_t e = cudaOccupancyMaxActiveClusters(n, KdaBackwardKernel, &cfg);
+        if (e == cudaSuccess) return OkStatus();
+        return Internal(std::string("kda: cudaOccupancyMaxActiveClusters (the backward): ") +
+                        cudaGetErrorString(e));
+      },
+      clusters);
+}
+
 }  // namespace
 
 Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   using kda_cuda::BwdTraits;
-  kda_cuda::RecomputeArgs f{};
+  kda_cuda::SeqBwdArgs f{};
   Status st = kda_cuda::CheckBackwardParams(p, &f.s);
   if (!st.ok()) return st;
   const kda_layout::BwdLayout layout = kda_layout::MakeBwdLayout(p.B, p.T, p.H, p.num_docs);
   char* ws = static_cast<char*>(p.workspace);
   kda_cuda::SetFwdInputs(p, &f);
+  f.d_o = p.d_o;
+  f.dfinal_state = p.dfinal_state;
   f.checkpoints = reinterpret_cast<double*>(ws + layout.checkpoints);
   f.residual = reinterpret_cast<double*>(ws + layout.residual);
+  f.seg_map = reinterpret_cast<double*>(ws + layout.seg_map);
+  f.seg_grad = reinterpret_cast<double*>(ws + layout.seg_grad);
+  f.dinitial_state = p.dinitial_state;
   double* partials = reinterpret_cast<double*>(ws + layout.param_partials);
+  constexpr int kSmem = static_cast<int>(sizeof(kda_cuda::BwdSmem));
+  static std::atomic<uint64_t> done{0};
+  const Status attr =
+      kda_cuda::AllowSmem(kda_cuda::KdaBackwardKernel, kSmem, &done, "the backward");
+  if (!attr.ok()) return attr;
+  int clusters = 0;
+  const Status resident = ResidentClusters(kSmem, &clusters);
+  if (!resident.ok()) return resident;
+  f.s.segment = kda_layout::SegmentLength(f.s.total_tokens, f.s.N, f.s.H, clusters);
+  const int64_t slots =
+      f.s.N > 0 ? kda_layout::SegmentSlots(f.s.total_tokens, f.s.N, f.s.segment) : int64_t{0};
+  if (slots * BwdTraits::kClusterSize > 0x7fffffff) {
+    return InvalidArgument("kda: too many tokens for one call");
+  }
 
   if (f.s.N > 0) {
-    Status fwd = kda_cuda::LaunchRecomputePass(f, stream);
-    if (!fwd.ok()) return fwd;
+    const Status transitions = kda_cuda::LaunchRowPass(f, kda_cuda::RowPass::kTransitions, stream);
+    if (!transitions.ok()) return transitions;
+    const Status scans = kda_cuda::LaunchSegmentScans(f, stream);
+    if (!scans.ok()) return scans;
+    const Status recompute = kda_cuda::LaunchRowPass(f, kda_cuda::RowPass::kRecompute, stream);
+    if (!recompute.ok()) return recompute;
     kda_cuda::BwdArgs b{};
     b.s = f.s;
     b.q = p.q;
@@ -435,28 +492,24 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
     b.A_log = p.A_log;
     b.dt_bias = p.dt_bias;
     b.d_o = p.d_o;
-    b.dfinal_state = p.dfinal_state;
     b.checkpoints = f.checkpoints;
     b.residual = f.residual;
+    b.seg_grad = f.seg_grad;
+    b.dinitial_state = p.dinitial_state;
     b.dq = p.dq;
     b.dk = p.dk;
     b.dv = p.dv;
     b.dg = p.dg;
     b.dbeta = p.dbeta;
-    b.dinitial_state = p.dinitial_state;
     b.param_partials = partials;
-    constexpr int kSmem = static_cast<int>(sizeof(kda_cuda::BwdSmem));
-    static std::atomic<uint64_t> done{0};
-    Status attr = kda_cuda::AllowSmem(kda_cuda::KdaBackwardKernel, kSmem, &done, "the backward");
-    if (!attr.ok()) return attr;
-    const dim3 grid(BwdTraits::kClusterSize, static_cast<unsigned>(f.s.H),
-                    static_cast<unsigned>(f.s.N));
+    const dim3 grid(static_cast<unsigned>(BwdTraits::kClusterSize * slots),
+                    static_cast<unsigned>(f.s.H));
     kda_cuda::KdaBackwardKernel<<<grid, BwdTraits::kThreads, kSmem, stream>>>(b);
     Status bwd = kda_cuda::CheckLaunch("the backward");
     if (!bwd.ok()) return bwd;
   }
   kda_cuda::KdaParamReduceKernel<<<static_cast<unsigned>(f.s.H), kda_cuda::kDim, 0, stream>>>(
-      partials, f.s.N, f.s.H, p.dA_log, p.ddt_bias);
+      partials, slots, f.s.H, p.dA_log, p.ddt_bias);
   return kda_cuda::CheckLaunch("the parameter reduce");
 }
 

@@ -30,7 +30,8 @@ struct KdaShape {
   int64_t T;               // tokens per batch row (without cu_seqlens)
   int64_t total_tokens;    // B * T
   int64_t H;
-  int64_t N;  // documents
+  int64_t N;        // documents
+  int64_t segment;  // the sequential backward's segment length (kda_layout::SegmentLength)
   float scale;
   float lower_bound;
   uint32_t* device_status;
@@ -76,25 +77,34 @@ __device__ __forceinline__ int64_t DocStart(const KdaShape& s, int64_t n) {
   return min(max(a, int64_t{0}), s.total_tokens);
 }
 
-// The chunked kernels' slot rule (kda_layout::ChunkSlots): document n's chunk c lives at slot
-// floor(bos_n / kChunk) + n + c. Finds the chunk living at `slot` (its document is the last one
-// whose first slot is <= slot) and that document's bounds; false for a gap slot.
-__device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot, int64_t* bos,
-                                                int64_t* eos, int64_t* chunk) {
-  constexpr int64_t kChunk = kda_layout::kChunk;
+// The slot rule of per-document units of len tokens (kda_layout::ChunkSlots, SegmentSlots):
+// document n's unit c lives at slot floor(bos_n / len) + n + c. Finds the unit living at `slot`
+// (its document is the last one whose first slot is <= slot), that document's index and bounds;
+// false for a gap slot.
+__device__ __forceinline__ bool LocateSlot(const KdaShape& s, int64_t slot, int64_t len,
+                                           int64_t* doc, int64_t* bos, int64_t* eos,
+                                           int64_t* unit) {
   if (s.N == 0) return false;
   int64_t lo = 0, hi = s.N - 1;
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;
-    if (DocStart(s, mid) / kChunk + mid <= slot) {
+    if (DocStart(s, mid) / len + mid <= slot) {
       lo = mid;
     } else {
       hi = mid - 1;
     }
   }
   DocBounds(s, lo, bos, eos);
-  *chunk = slot - (*bos / kChunk + lo);
-  return *chunk >= 0 && *chunk * kChunk < *eos - *bos;
+  *doc = lo;
+  *unit = slot - (*bos / len + lo);
+  return *unit >= 0 && *unit * len < *eos - *bos;
+}
+
+// The chunked kernels' 64-token chunks.
+__device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot, int64_t* bos,
+                                                int64_t* eos, int64_t* chunk) {
+  int64_t doc;
+  return LocateSlot(s, slot, kda_layout::kChunk, &doc, bos, eos, chunk);
 }
 
 template <typename T>
@@ -195,7 +205,7 @@ __device__ __forceinline__ TokenLane UnpackToken(const RawToken& r, const float 
   return t;
 }
 
-// The sequential backward and its recompute pass run in FP64 (kda_recompute.cu, kda_backward.cu).
+// The sequential backward and its recompute pass run in FP64 (kda_row_pass.cu, kda_backward.cu).
 // At one head dA_log is a single sum whose terms cancel to a part in ~10^4 on some draws (the
 // twenty-fourth session measured a condition number of 7097), so SPEC's 1e-4 needs each term
 // beyond FP32's reach (bench/kda_dalog_seq_study.py: every FP32 stage contributes about equally).
@@ -246,6 +256,49 @@ __device__ __forceinline__ TokenScalars64 ComputeToken64(const RawToken& r, floa
 // make the recompute and the backward's rebuild disagree.
 __device__ __forceinline__ double StateStep(double s, double d, double u, double kh) {
   return __fma_rn(u, kh, __dmul_rn(s, d));
+}
+
+// The row layout of the FP64 row recurrences (the recompute pass, the segment transitions):
+// kRowLanes lanes of a warp share a state row, lane `col` (lane % kRowLanes) owning the double2
+// columns col + kRowLanes i, i < kRowPairs. Rows evolve on their own given the token's vectors, so
+// a token costs one kRowLanes-lane shuffle reduction and no barrier.
+constexpr int kRowLanes = 8;
+constexpr int kRowPairs = kDim / 2 / kRowLanes;
+
+// Sum over the kRowLanes lanes of a row; every lane of the row gets it.
+__device__ __forceinline__ double RowSum(double x) {
+#pragma unroll
+  for (int m = kRowLanes / 2; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
+  return x;
+}
+
+// One token of the forward recurrence on one row: S <- S d, w = v - S kh, S <- S + (bt w) kh,
+// with StateStep's operations. d and kh are the token's 128-vectors; returns w.
+__device__ __forceinline__ double RowForwardStep(double (&S)[kRowPairs][2], const double* d,
+                                                 const double* kh, int col, double v, double bt) {
+  double2 dv[kRowPairs], kv[kRowPairs];
+#pragma unroll
+  for (int i = 0; i < kRowPairs; ++i) {
+    dv[i] = reinterpret_cast<const double2*>(d)[col + kRowLanes * i];
+    kv[i] = reinterpret_cast<const double2*>(kh)[col + kRowLanes * i];
+  }
+  // Four partial sums: the token's dependent chain is this row sum, then the shuffles.
+  double p[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+  for (int i = 0; i < kRowPairs; ++i) {
+    S[i][0] = __dmul_rn(S[i][0], dv[i].x);
+    S[i][1] = __dmul_rn(S[i][1], dv[i].y);
+    p[2 * (i & 1)] = fma(S[i][0], kv[i].x, p[2 * (i & 1)]);
+    p[2 * (i & 1) + 1] = fma(S[i][1], kv[i].y, p[2 * (i & 1) + 1]);
+  }
+  const double w = v - RowSum((p[0] + p[1]) + (p[2] + p[3]));
+  const double u = __dmul_rn(bt, w);
+#pragma unroll
+  for (int i = 0; i < kRowPairs; ++i) {
+    S[i][0] = __fma_rn(u, kv[i].x, S[i][0]);
+    S[i][1] = __fma_rn(u, kv[i].y, S[i][1]);
+  }
+  return w;
 }
 
 }  // namespace cakegrad::kernels::kda_cuda
@@ -421,14 +474,28 @@ struct FwdArgs : FwdInputs {
   uint16_t* chunk_kdt3;  // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
 };
 
-// The sequential backward's recompute pass (kda_recompute.cu): the exact recurrence in FP64,
-// saving the state every kda_layout::kCheckpointInterval tokens of each document and every
-// token's residual w = v - S_decayed kh, from which the backward rebuilds the states.
-struct RecomputeArgs : FwdInputs {
-  double* checkpoints;  // [slots, H, 128, 128]
-  double* residual;     // [total_tokens, H, 128]
+// The sequential backward's passes before its backward kernel (kda_backward.cu): the row passes
+// (kda_row_pass.cu: the segment transitions, the recompute pass) and the segment scans
+// (kda_segment.cu). Workspace regions as kda_layout::BwdLayout names them.
+struct SeqBwdArgs : FwdInputs {
+  const uint16_t* d_o;
+  const float* dfinal_state;  // nullable: zeros
+  double* checkpoints;        // [slots, H, 128, 128]
+  double* residual;           // [total_tokens, H, 128]
+  double* seg_map;            // [segment slots, H, 128, 128]
+  double* seg_grad;           // [segment slots, H, 128, 128]
+  float* dinitial_state;      // nullable (written here only for empty documents)
 };
 
-Status LaunchRecomputePass(const RecomputeArgs& a, cudaStream_t stream);
+enum class RowPass {
+  kTransitions,  // each segment's B, M and E, as the scans read them
+  kRecompute,    // each segment's checkpoints and residuals, from its start state
+};
+
+Status LaunchRowPass(const SeqBwdArgs& a, RowPass pass, cudaStream_t stream);
+
+// The forward and reverse scans over each (document, head)'s segments: every segment's start
+// state at its first checkpoint, the state gradient at every segment's end in seg_grad.
+Status LaunchSegmentScans(const SeqBwdArgs& a, cudaStream_t stream);
 
 }  // namespace cakegrad::kernels::kda_cuda

@@ -1,6 +1,6 @@
 // KDA forward entry point: checks the call and runs the chunked forward
 // (kda_chunked_forward.cu). The sequential recurrence lives on only as the sequential backward's
-// recompute pass (kda_recompute.cu).
+// recompute pass (kda_row_pass.cu).
 #include "kda_chunked_forward.cuh"
 #include "kda_common.cuh"
 

@@ -26,10 +26,50 @@ constexpr int64_t CheckpointSlots(int64_t total_tokens, int64_t docs) {
   return total_tokens / kCheckpointInterval + docs + 1;
 }
 
+// The sequential backward cuts documents into segments that run in parallel: each one's
+// transition (the state map M over its tokens, the state B it builds from zero, the state
+// gradient E it sends back from zero) is computed on its own, and two FP64 scans over the segments
+// link them (kernels/cuda/kda_segment.cu). A segment is a multiple of kCheckpointInterval tokens
+// (every segment starts at a checkpoint) and at least kSegmentMin; the workspace is sized for
+// that shortest length.
+constexpr int64_t kSegmentMin = 256;
+constexpr int64_t kSegmentMax = 512;
+static_assert(kSegmentMin % kCheckpointInterval == 0, "segments start at checkpoints");
+
+// The segment length of a call, from its shape and the backward kernel's resident clusters on the
+// device (its one-wave capacity). Whole documents when the (document, head) chains alone give
+// every cluster two; otherwise the fewest waves of clusters whose segments stay within
+// kSegmentMax tokens, so that the last wave is as full as the others (for one document, or B of
+// equal length; packed documents only approximately). Longer segments mean fewer sequential scan
+// steps; more waves mean more parallel work for the passes before the backward.
+constexpr int64_t SegmentLength(int64_t total_tokens, int64_t docs, int64_t H, int64_t clusters) {
+  const int64_t c = clusters > 0 ? clusters : 1;
+  if (docs * H >= 2 * c) {
+    return total_tokens > kSegmentMin ? (total_tokens + kSegmentMin - 1) / kSegmentMin * kSegmentMin
+                                      : kSegmentMin;
+  }
+  const int64_t work = total_tokens * H;
+  for (int64_t waves = 1;; ++waves) {
+    const int64_t per = (work + waves * c - 1) / (waves * c);
+    const int64_t len = (per + kCheckpointInterval - 1) / kCheckpointInterval * kCheckpointInterval;
+    if (len <= kSegmentMax) return len < kSegmentMin ? kSegmentMin : len;
+  }
+}
+
+// Segment slots, by the checkpoints' rule: document n's segment c lives at slot
+// floor(bos_n / len) + n + c; below this bound for any len >= kSegmentMin.
+constexpr int64_t SegmentSlots(int64_t total_tokens, int64_t docs, int64_t len = kSegmentMin) {
+  return total_tokens / len + docs + 1;
+}
+
 struct BwdLayout {
   int64_t checkpoints = 0;     // FP64 [slots, H, 128, 128]
   int64_t residual = 0;        // FP64 [total_tokens, H, 128]: w = v - S_decayed kh, per token
-  int64_t param_partials = 0;  // FP64 [N, H, kRowSplit, 2, 128]: ddt_bias and dA_log terms
+  int64_t seg_map = 0;         // FP64 [segment slots, H, 128, 128]: M, the segment's state map
+  int64_t seg_grad = 0;        // FP64 [segment slots, H, 128, 128]: E, then the state gradient
+                               // at the segment's end
+  int64_t param_partials = 0;  // FP64 [segment slots, H, kRowSplit, 2, 128]: ddt_bias and
+                               // dA_log terms
   int64_t total = 0;
 };
 
@@ -37,13 +77,18 @@ constexpr BwdLayout MakeBwdLayout(int64_t B, int64_t T, int64_t H, int64_t num_d
   BwdLayout l;
   const int64_t tokens = B * T;
   const int64_t docs = Docs(B, num_docs);
+  const int64_t segs = SegmentSlots(tokens, docs);
   int64_t off = 0;
   l.checkpoints = off;
   off += AlignUp(CheckpointSlots(tokens, docs) * H * kDim * kDim * 8);
   l.residual = off;
   off += AlignUp(tokens * H * kDim * 8);
+  l.seg_map = off;
+  off += AlignUp(segs * H * kDim * kDim * 8);
+  l.seg_grad = off;
+  off += AlignUp(segs * H * kDim * kDim * 8);
   l.param_partials = off;
-  off += AlignUp(docs * H * kRowSplit * 2 * kDim * 8);
+  off += AlignUp(segs * H * kRowSplit * 2 * kDim * 8);
   l.total = off;
   return l;
 }

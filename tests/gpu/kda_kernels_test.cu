@@ -387,7 +387,27 @@ std::vector<Shape> AccuracyShapes() {
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, KdaKernelsAccuracy, ::testing::ValuesIn(AccuracyShapes()),
+// The sequential backward's own extras: documents cut into 256-token segments (below
+// kda_layout::kWholeDocumentChains chains) packed with empty and 1-token ones, an odd length whose
+// last segment is partial, and gates near lower_bound (segment maps that underflow to zero).
+std::vector<Shape> SequentialShapes() {
+  std::vector<Shape> s = AccuracyShapes();
+  const std::vector<int64_t> lens = {0, 1, 7, 8, 9, 31, 32, 33, 0, 64, 65, 1, 300, 2, 1500, 17};
+  s.push_back(Packed(lens, 1, /*int32=*/true));
+  Shape odd;
+  odd.T = 5000;
+  odd.H = 3;
+  s.push_back(odd);
+  Shape fast;
+  fast.B = 2;
+  fast.T = 1000;
+  fast.H = 1;
+  fast.g_mean = 6.0;
+  s.push_back(fast);
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KdaKernelsAccuracy, ::testing::ValuesIn(SequentialShapes()),
                          [](const ::testing::TestParamInfo<Shape>& i) { return i.param.Name(); });
 
 // The chunked backward (first version, issue #5) on the backward's shapes, plus long documents

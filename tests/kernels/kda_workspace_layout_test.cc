@@ -68,12 +68,43 @@ TEST(KdaWorkspaceLayout, SequentialBackwardRegionsFitAndDoNotOverlap) {
   for (const LayoutShape& s : Shapes()) {
     const L::BwdLayout l = L::MakeBwdLayout(s.B, s.T, s.H, s.num_docs);
     const int64_t docs = L::Docs(s.B, s.num_docs);
+    const int64_t segs = L::SegmentSlots(s.B * s.T, docs);
     ExpectRegions(
         {{l.checkpoints, L::CheckpointSlots(s.B * s.T, docs) * s.H * L::kDim * L::kDim * 8},
          {l.residual, s.B * s.T * s.H * L::kDim * 8},
-         {l.param_partials, docs * s.H * L::kRowSplit * 2 * L::kDim * 8}},
+         {l.seg_map, segs * s.H * L::kDim * L::kDim * 8},
+         {l.seg_grad, segs * s.H * L::kDim * L::kDim * 8},
+         {l.param_partials, segs * s.H * L::kRowSplit * 2 * L::kDim * 8}},
         l.total, "sequential backward " + Name(s));
   }
+}
+
+// The sequential backward's segment length: a multiple of the checkpoint interval within
+// [kSegmentMin, kSegmentMax] (so the layout's slot count bounds every call's), whole documents
+// once the chains give every cluster two, and otherwise whole waves of clusters.
+TEST(KdaWorkspaceLayout, SegmentLengthKeepsTheLayoutsBound) {
+  for (const LayoutShape& s : Shapes()) {
+    for (int64_t clusters : {1, 15, 16}) {
+      const int64_t docs = L::Docs(s.B, s.num_docs);
+      const int64_t tokens = s.B * s.T;
+      const int64_t len = L::SegmentLength(tokens, docs, s.H, clusters);
+      const std::string what = Name(s) + " clusters " + std::to_string(clusters);
+      EXPECT_EQ(len % L::kCheckpointInterval, 0) << what;
+      EXPECT_GE(len, L::kSegmentMin) << what;
+      EXPECT_LE(L::SegmentSlots(tokens, docs, len), L::SegmentSlots(tokens, docs)) << what;
+      if (docs * s.H >= 2 * clusters) {
+        EXPECT_GE(len, tokens) << what << ": one segment per document";
+      } else {
+        EXPECT_LE(len, L::kSegmentMax) << what;
+      }
+    }
+  }
+  // One document: whole waves of 15 clusters.
+  EXPECT_EQ(L::SegmentLength(4096, 1, 1, 15), 288);      // 15 segments, one wave
+  EXPECT_EQ(L::SegmentLength(8192, 1, 1, 15), 288);      // 29 segments, two waves
+  EXPECT_EQ(L::SegmentLength(32768, 1, 2, 15), 512);     // 64 a head, 128 in nine waves
+  EXPECT_EQ(L::SegmentLength(32768, 16, 2, 15), 32768);  // whole documents
+  EXPECT_EQ(L::SegmentLength(1000, 2, 1, 15), 256);
 }
 
 // The chunk record: its operands in order, each 16-byte aligned (the state pass's tensor maps and

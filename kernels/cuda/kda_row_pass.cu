@@ -1,0 +1,296 @@
+// The FP64 row passes of the sequential KDA backward (kda_backward.cu): token walks over one
+// segment (KdaShape::segment tokens) of a document, split over state rows. FP64 for the reason in
+// kda_common.cuh (ComputeToken64).
+//
+// Each row of the state evolves on its own given the token's kh, decay and beta (RowForwardStep),
+// and so does each row of the state gradient (RowAdjointStep), so a CTA owns kRowsPerCta rows of
+// one (segment, head) in registers and a token costs one row reduction, no barrier. A CTA plays
+// one role:
+//  - kRecompute (the recompute pass): the state from the segment's start state (the forward
+//    scan's, at its first checkpoint), saving it every kda_layout::kCheckpointInterval tokens and
+//    every token's residual w = v - S_decayed kh, from which the backward rebuilds its states;
+//  - the segment transitions (kda_segment.cu): kB, the state the segment builds from zero; kM, the
+//    rows of its state map (identity rows with v = 0); kE, the state gradient its own outputs send
+//    back from zero (walking the segment backwards). Only what the scans read is computed: no B of
+//    a document's last segment, no E of its first, nothing for a one-segment document.
+//
+// The CTA is warp-specialized: kComputeWarps run the walk on token batch b while kPrepWarps
+// compute batch b+1's vectors (L2 norms, gate, beta) into the other shared-memory buffer and
+// already have batch b+2's raw loads in flight; one barrier per batch.
+#include <atomic>
+
+#include "kda_common.cuh"
+
+namespace cakegrad::kernels {
+namespace kda_cuda {
+namespace {
+
+struct RowTraits {
+  static constexpr int kComputeWarps = 4;
+  static constexpr int kPrepWarps = 4;
+  static constexpr int kThreads = 32 * (kComputeWarps + kPrepWarps);
+  static constexpr int kRowsPerWarp = 32 / kRowLanes;
+  static constexpr int kRowsPerCta = kComputeWarps * kRowsPerWarp;
+  static constexpr int kCtasPerMatrix = kDim / kRowsPerCta;
+  static constexpr int kTokenBatch = 8;
+  static constexpr int kTokensPerPrepWarp = kTokenBatch / kPrepWarps;
+  static_assert(kDim % kRowsPerCta == 0, "rows must split evenly over CTAs");
+  static_assert(kda_layout::kCheckpointInterval % kTokenBatch == 0,
+                "checkpoints are taken at token-batch starts");
+  static_assert(kTokenBatch % kPrepWarps == 0, "whole tokens per prep warp");
+  static_assert(kTokenBatch * kRowsPerCta == 32 * kPrepWarps, "one row value per prep thread");
+};
+
+enum class RowRole { kRecompute, kB, kM, kE };
+
+// The launches of the row passes: the forward walks (kRecompute; kB and kM side by side) and the
+// backward walk (kE) are separate kernels, so that each keeps its registers to itself (one kernel
+// with both spilled at 2 CTAs an SM).
+enum class RowLaunch { kRecompute, kBM, kE };
+
+__host__ __device__ constexpr int CtasPerSlot(RowLaunch l) {
+  return (l == RowLaunch::kBM ? 2 : 1) * RowTraits::kCtasPerMatrix;
+}
+
+__device__ __forceinline__ RowRole RoleOf(RowLaunch l, int cta) {
+  switch (l) {
+    case RowLaunch::kRecompute:
+      return RowRole::kRecompute;
+    case RowLaunch::kE:
+      return RowRole::kE;
+    default:
+      return cta < RowTraits::kCtasPerMatrix ? RowRole::kB : RowRole::kM;
+  }
+}
+
+struct RowBatch {
+  double kh[RowTraits::kTokenBatch][kDim];
+  double d[RowTraits::kTokenBatch][kDim];
+  double qh[RowTraits::kTokenBatch][kDim];  // kE only
+  double bt[RowTraits::kTokenBatch];
+  float x[RowTraits::kTokenBatch][RowTraits::kRowsPerCta];  // v (kRecompute, kB) or do (kE)
+};
+
+// Raw inputs of one batch held by one prep thread.
+struct PrepRegs {
+  RawToken tok[RowTraits::kTokensPerPrepWarp];
+  float x;
+};
+
+__device__ __forceinline__ void LoadBatch(const SeqBwdArgs& a, RowRole role, int64_t t0, int nb,
+                                          int pw, int row0, int64_t h, PrepRegs* r) {
+  using Tr = RowTraits;
+  const int64_t H = a.s.H;
+#pragma unroll
+  for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
+    const int tb = pw + Tr::kPrepWarps * i;
+    if (tb < nb) r->tok[i] = LoadToken(a.q, a.k, a.g, a.beta, t0 + tb, H, h);
+  }
+  const int pt = pw * 32 + (threadIdx.x & 31);
+  const int tb = pt / Tr::kRowsPerCta;
+  const int64_t gi = ((t0 + tb) * H + h) * kDim + row0 + pt % Tr::kRowsPerCta;
+  r->x = tb >= nb || role == RowRole::kM ? 0.f
+         : role == RowRole::kE           ? Bf16(a.d_o[gi])
+                                         : Bf16(a.v[gi]);
+}
+
+__device__ __forceinline__ void ComputeBatch(const PrepRegs& r, bool with_qh, int nb, int pw,
+                                             float4 dtb, double exp_a, double lower_bound,
+                                             RowBatch& b) {
+  using Tr = RowTraits;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
+    const int tb = pw + Tr::kPrepWarps * i;
+    if (tb < nb) {
+      const TokenScalars64 ts = ComputeToken64(r.tok[i], dtb, exp_a, lower_bound, b.kh[tb],
+                                               with_qh ? b.qh[tb] : nullptr, b.d[tb]);
+      if (lane == 0) b.bt[tb] = ts.bt;
+    }
+  }
+  const int pt = pw * 32 + lane;
+  b.x[pt / Tr::kRowsPerCta][pt % Tr::kRowsPerCta] = r.x;
+}
+
+// One token of the gradient's recurrence on one row, in the backward's operations: G += sdo qh,
+// du = G kh, G <- (G - bt du kh) d. kh is read again after the reduction rather than kept: with
+// the state's 64 registers, keeping kh and d spilled at 128 registers a thread.
+__device__ __forceinline__ void RowAdjointStep(double (&G)[kRowPairs][2], const double* d,
+                                               const double* kh, const double* qh, int col,
+                                               double sdo, double bt) {
+  const double2* d2 = reinterpret_cast<const double2*>(d) + col;
+  const double2* k2 = reinterpret_cast<const double2*>(kh) + col;
+  const double2* q2 = reinterpret_cast<const double2*>(qh) + col;
+  double p[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+  for (int i = 0; i < kRowPairs; ++i) {
+    const double2 kv = k2[kRowLanes * i];
+    const double2 qv = q2[kRowLanes * i];
+    G[i][0] = fma(sdo, qv.x, G[i][0]);
+    G[i][1] = fma(sdo, qv.y, G[i][1]);
+    p[2 * (i & 1)] = fma(G[i][0], kv.x, p[2 * (i & 1)]);
+    p[2 * (i & 1) + 1] = fma(G[i][1], kv.y, p[2 * (i & 1) + 1]);
+  }
+  const double dpred = -bt * RowSum((p[0] + p[1]) + (p[2] + p[3]));
+#pragma unroll
+  for (int i = 0; i < kRowPairs; ++i) {
+    const double2 kv = k2[kRowLanes * i];
+    const double2 dv = d2[kRowLanes * i];
+    G[i][0] = fma(dpred, kv.x, G[i][0]) * dv.x;
+    G[i][1] = fma(dpred, kv.y, G[i][1]) * dv.y;
+  }
+}
+
+template <RowLaunch kLaunch>
+__global__ void __launch_bounds__(RowTraits::kThreads, 2)
+    KdaRowPassKernel(const __grid_constant__ SeqBwdArgs a) {
+  using Tr = RowTraits;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  RowBatch* sm = reinterpret_cast<RowBatch*>(smem_raw);  // two buffers
+  constexpr int ctas = CtasPerSlot(kLaunch);
+  const int cta = blockIdx.x % ctas;
+  const int64_t slot = blockIdx.x / ctas;
+  const RowRole role = RoleOf(kLaunch, cta);
+  const int64_t h = blockIdx.y;
+  const int64_t H = a.s.H;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const bool compute = warp < Tr::kComputeWarps;
+
+  int64_t n, bos, eos, seg;
+  if (!LocateSlot(a.s, slot, a.s.segment, &n, &bos, &eos, &seg)) return;  // a gap
+  const int64_t sbeg = bos + seg * a.s.segment;
+  const int64_t send = min(eos, sbeg + a.s.segment);
+  const bool last = send == eos;
+  if ((role == RowRole::kB && last) || (role == RowRole::kE && seg == 0) ||
+      (role == RowRole::kM && seg == 0 && last)) {
+    return;
+  }
+  constexpr bool reverse = kLaunch == RowLaunch::kE;
+  const int64_t batches = (send - sbeg + Tr::kTokenBatch - 1) / Tr::kTokenBatch;
+  // The i-th batch walked (E walks the segment backwards) and its first token and length.
+  auto batch_t0 = [&](int64_t i) {
+    return sbeg + (reverse ? batches - 1 - i : i) * Tr::kTokenBatch;
+  };
+  auto batch_len = [&](int64_t i) {
+    return static_cast<int>(min(int64_t{Tr::kTokenBatch}, send - batch_t0(i)));
+  };
+  auto checkpoint = [&](int64_t t0) {
+    const int64_t ck =
+        bos / kda_layout::kCheckpointInterval + n + (t0 - bos) / kda_layout::kCheckpointInterval;
+    return a.checkpoints + (ck * H + h) * kDimSq;
+  };
+
+  // Compute warps: rows and state. Lane col owns the double2 columns col + kRowLanes * i.
+  const int row0 = (cta % Tr::kCtasPerMatrix) * Tr::kRowsPerCta;
+  const int rloc = (warp % Tr::kComputeWarps) * Tr::kRowsPerWarp + lane / kRowLanes;
+  const int row = row0 + rloc;
+  const int col = lane % kRowLanes;
+  double S[kRowPairs][2];
+  // Prep warps: raw inputs of the batch after next.
+  const int pw = warp - Tr::kComputeWarps;
+  const double exp_a = exp(static_cast<double>(a.A_log[h]));
+  PrepRegs regs{};
+  float4 dtb = make_float4(0.f, 0.f, 0.f, 0.f);
+
+  if (compute) {
+    // The recompute pass starts from the forward scan's state at the segment's first checkpoint;
+    // the transitions from zero (B, E) or the identity (M).
+    const double2* src = reinterpret_cast<const double2*>(checkpoint(sbeg) + int64_t(row) * kDim);
+#pragma unroll
+    for (int i = 0; i < kRowPairs; ++i) {
+      const int c0 = 2 * (col + kRowLanes * i);
+      if (role == RowRole::kRecompute) {
+        const double2 x = src[col + kRowLanes * i];
+        S[i][0] = x.x;
+        S[i][1] = x.y;
+      } else {
+        S[i][0] = role == RowRole::kM && c0 == row ? 1.0 : 0.0;
+        S[i][1] = role == RowRole::kM && c0 + 1 == row ? 1.0 : 0.0;
+      }
+    }
+  } else {
+    dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
+    if (batches > 0) {
+      LoadBatch(a, role, batch_t0(0), batch_len(0), pw, row0, h, &regs);
+      ComputeBatch(regs, reverse, batch_len(0), pw, dtb, exp_a, a.s.lower_bound, sm[0]);
+    }
+    if (batches > 1) LoadBatch(a, role, batch_t0(1), batch_len(1), pw, row0, h, &regs);
+  }
+  __syncthreads();
+
+  const double scale = a.s.scale;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t t0 = batch_t0(b);
+    if (compute) {
+      const RowBatch& cur = sm[b & 1];
+      const int nb = batch_len(b);
+      if constexpr (reverse) {
+        for (int tb = nb - 1; tb >= 0; --tb) {
+          RowAdjointStep(S, cur.d[tb], cur.kh[tb], cur.qh[tb], col, scale * cur.x[tb][rloc],
+                         cur.bt[tb]);
+        }
+      } else {
+        const bool recompute = role == RowRole::kRecompute;
+        if (recompute && t0 != sbeg && (t0 - bos) % kda_layout::kCheckpointInterval == 0) {
+          double2* dst = reinterpret_cast<double2*>(checkpoint(t0) + int64_t(row) * kDim);
+#pragma unroll
+          for (int i = 0; i < kRowPairs; ++i) {
+            dst[col + kRowLanes * i] = make_double2(S[i][0], S[i][1]);
+          }
+        }
+        for (int tb = 0; tb < nb; ++tb) {
+          const double w = RowForwardStep(S, cur.d[tb], cur.kh[tb], col,
+                                          static_cast<double>(cur.x[tb][rloc]), cur.bt[tb]);
+          if (recompute && col == 0) a.residual[((t0 + tb) * H + h) * kDim + row] = w;
+        }
+      }
+    } else if (b + 1 < batches) {
+      ComputeBatch(regs, reverse, batch_len(b + 1), pw, dtb, exp_a, a.s.lower_bound,
+                   sm[(b + 1) & 1]);
+      if (b + 2 < batches) {
+        LoadBatch(a, role, batch_t0(b + 2), batch_len(b + 2), pw, row0, h, &regs);
+      }
+    }
+    __syncthreads();
+  }
+
+  if (!compute || role == RowRole::kRecompute) return;
+  // B goes where the next segment's start state will be (the forward scan turns it into that
+  // state in place); M and E to the segment's own slot.
+  double* dst = role == RowRole::kB   ? checkpoint(send)
+                : role == RowRole::kM ? a.seg_map + (slot * H + h) * kDimSq
+                                      : a.seg_grad + (slot * H + h) * kDimSq;
+  double2* out = reinterpret_cast<double2*>(dst + int64_t(row) * kDim);
+#pragma unroll
+  for (int i = 0; i < kRowPairs; ++i) out[col + kRowLanes * i] = make_double2(S[i][0], S[i][1]);
+}
+
+}  // namespace
+
+template <RowLaunch kLaunch>
+Status LaunchRowKernel(const SeqBwdArgs& a, int64_t slots, const char* what, cudaStream_t stream) {
+  constexpr int kSmem = static_cast<int>(2 * sizeof(RowBatch));
+  static std::atomic<uint64_t> done{0};
+  const Status attr = AllowSmem(KdaRowPassKernel<kLaunch>, kSmem, &done, what);
+  if (!attr.ok()) return attr;
+  const int64_t ctas = CtasPerSlot(kLaunch) * slots;
+  if (ctas > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
+  const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.s.H));
+  KdaRowPassKernel<kLaunch><<<grid, RowTraits::kThreads, kSmem, stream>>>(a);
+  return CheckLaunch(what);
+}
+
+Status LaunchRowPass(const SeqBwdArgs& a, RowPass pass, cudaStream_t stream) {
+  if (a.s.N == 0) return OkStatus();
+  const int64_t slots = kda_layout::SegmentSlots(a.s.total_tokens, a.s.N, a.s.segment);
+  if (pass == RowPass::kRecompute) {
+    return LaunchRowKernel<RowLaunch::kRecompute>(a, slots, "the recompute pass", stream);
+  }
+  const Status bm = LaunchRowKernel<RowLaunch::kBM>(a, slots, "the segment transitions", stream);
+  if (!bm.ok()) return bm;
+  return LaunchRowKernel<RowLaunch::kE>(a, slots, "the segment gradients", stream);
+}
+
+}  // namespace kda_cuda
+}  // namespace cakegrad::kernels
