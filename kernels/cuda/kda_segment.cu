@@ -22,14 +22,17 @@ namespace {
 struct ScanTraits {
   static constexpr int kCtas = 16;  // per scan and (document, head)
   static constexpr int kRows = kDim / kCtas;
-  static constexpr int kThreads = kDim;  // thread j: column j of the CTA's rows
+  // Thread (group, j) carries column j of kRowsPerGroup of the CTA's rows: two groups, so that
+  // each scheduler has two warps to issue from (one left each FP64 product waiting on its own
+  // loads: ~13 K cycles a step against its ~2 K of FP64 issue, ncu kda80).
+  static constexpr int kGroups = 2;
+  static constexpr int kRowsPerGroup = kRows / kGroups;
+  static constexpr int kThreads = kGroups * kDim;
   // A step's map M streams through shared memory in tiles of kKTile of the product's k, kStages
-  // buffers with cp.async (kStages - 1 tiles in flight: one tile ahead left each tile waiting
-  // for its L2 latency, ~7.5 us a step on the H200), across tiles and steps: the forward scan's
-  // tile is rows k of M
-  // ([kKTile][128], thread j reads column j), the reverse scan's columns k of every row
-  // ([128][kRevStride], thread j reads row j; the odd number of 16-byte pieces a row keeps the
-  // reads of a half-warp on distinct bank pairs but one).
+  // buffers with cp.async (kStages - 1 tiles in flight), across tiles and steps: the forward
+  // scan's tile is rows k of M ([kKTile][128], thread j reads column j), the reverse scan's
+  // columns k of every row ([128][kRevStride], thread j reads row j; the odd number of 16-byte
+  // pieces a row keeps a half-warp's reads 2-way conflicted at most).
   static constexpr int kKTile = 32;
   static constexpr int kStages = 4;
   static constexpr int kTilesPerStep = kDim / kKTile;
@@ -37,6 +40,8 @@ struct ScanTraits {
   static constexpr int kTileDoubles = kDim * kRevStride;
   static constexpr int kPiecesPerThread = kKTile * kDim / 2 / kThreads;  // 16-byte copies
   static_assert(kDim % kKTile == 0 && kKTile % 2 == 0, "whole tiles of 16-byte pieces");
+  static_assert(kKTile * kDim / 2 % kThreads == 0, "whole pieces per thread");
+  static_assert(kRowsPerGroup % 2 == 0, "rows read as double2");
 };
 
 struct ScanSmem {
@@ -52,11 +57,10 @@ __device__ __forceinline__ void IssueMapTile(const double* M, int t, bool revers
     const int piece = i * Tr::kThreads + static_cast<int>(threadIdx.x);
     if (!reverse) {  // rows k0 .. k0 + kKTile - 1, 64 pieces a row
       const int kk = piece / (kDim / 2), c2 = piece % (kDim / 2);
-      CpAsync<16>(buf + kk * kDim + 2 * c2, M + int64_t(t * Tr::kKTile + kk) * kDim + 2 * c2);
+      CpAsync<16>(buf + kk * kDim + 2 * c2, M + (t * Tr::kKTile + kk) * kDim + 2 * c2);
     } else {  // columns k0 .. k0 + kKTile - 1 of every row, kKTile / 2 pieces a row
       const int row = piece / (Tr::kKTile / 2), c2 = piece % (Tr::kKTile / 2);
-      CpAsync<16>(buf + row * Tr::kRevStride + 2 * c2,
-                  M + int64_t(row) * kDim + t * Tr::kKTile + 2 * c2);
+      CpAsync<16>(buf + row * Tr::kRevStride + 2 * c2, M + row * kDim + t * Tr::kKTile + 2 * c2);
     }
   }
   CpAsyncCommit();
@@ -77,104 +81,104 @@ __global__ void __launch_bounds__(ScanTraits::kThreads)
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
   const int64_t H = a.s.H;
-  const int j = threadIdx.x;
+  const int j = threadIdx.x % kDim;
+  const int g0 = (threadIdx.x / kDim) * Tr::kRowsPerGroup;  // this thread's first CTA row
 
   int64_t bos, eos;
   DocBounds(a.s, n, &bos, &eos);
   const int64_t len = a.s.segment;
   const int64_t segs = (eos - bos + len - 1) / len;
   const int64_t state_off = (n * H + h) * kDimSq;
+  // The loop below indexes with multiplications only (no 64-bit division a tile).
+  const int64_t seg_slot0 = bos / len + n;
+  const int64_t ck_slot0 = bos / kda_layout::kCheckpointInterval + n;
+  const int64_t ck_per_seg = len / kda_layout::kCheckpointInterval;
   auto start_checkpoint = [&](int64_t c) {
-    const int64_t ck =
-        bos / kda_layout::kCheckpointInterval + n + c * (len / kda_layout::kCheckpointInterval);
-    return a.checkpoints + (ck * H + h) * kDimSq;
+    return a.checkpoints + ((ck_slot0 + c * ck_per_seg) * H + h) * kDimSq;
   };
-  auto segment = [&](auto* base, int64_t c) {
-    return base + ((bos / len + n + c) * H + h) * kDimSq;
-  };
-  auto elem = [&](int r) { return int64_t(r0 + r) * kDim + j; };
+  auto segment = [&](auto* base, int64_t c) { return base + ((seg_slot0 + c) * H + h) * kDimSq; };
+  auto elem = [&](int r) { return int64_t(r0 + g0 + r) * kDim + j; };
 
   const float* x0 = reverse ? a.dfinal_state : a.initial_state;
 #pragma unroll
-  for (int r = 0; r < Tr::kRows; ++r) sm.X[j][r] = x0 != nullptr ? x0[state_off + elem(r)] : 0.0;
+  for (int r = 0; r < Tr::kRowsPerGroup; ++r) {
+    sm.X[j][g0 + r] = x0 != nullptr ? x0[state_off + elem(r)] : 0.0;
+  }
   if (segs == 0) {
     // An empty document: dinitial_state is dfinal_state (no segment's backward will write it).
     if (reverse && a.dinitial_state != nullptr) {
 #pragma unroll
-      for (int r = 0; r < Tr::kRows; ++r) {
-        a.dinitial_state[state_off + elem(r)] = static_cast<float>(sm.X[j][r]);
+      for (int r = 0; r < Tr::kRowsPerGroup; ++r) {
+        a.dinitial_state[state_off + elem(r)] = static_cast<float>(sm.X[j][g0 + r]);
       }
     }
     return;
   }
   if (!reverse) {
 #pragma unroll
-    for (int r = 0; r < Tr::kRows; ++r) start_checkpoint(0)[elem(r)] = sm.X[j][r];
+    for (int r = 0; r < Tr::kRowsPerGroup; ++r) start_checkpoint(0)[elem(r)] = sm.X[j][g0 + r];
   }
 
-  // Step i maps segment c = i (forward) or segs - 1 - i (reverse); segs - 1 steps in all.
+  // Step s maps segment c = s (forward) or segs - 1 - s (reverse); segs - 1 steps in all. Tiles
+  // are issued kStages - 1 ahead of use (empty commit groups past the end, so that one wait
+  // count serves every tile), each into the buffer the tile before its use freed.
   const int64_t steps = segs - 1;
-  auto step_segment = [&](int64_t i) { return reverse ? segs - 1 - i : i; };
-  auto map_of = [&](int64_t i) { return segment(a.seg_map, step_segment(i)); };
-  const int64_t tiles = steps * Tr::kTilesPerStep;
-  auto issue = [&](int64_t i) {
-    IssueMapTile(map_of(i / Tr::kTilesPerStep), static_cast<int>(i % Tr::kTilesPerStep), reverse,
-                 sm.tile[i % Tr::kStages]);
+  auto map_of = [&](int64_t step) { return segment(a.seg_map, reverse ? segs - 1 - step : step); };
+  int64_t next_step = 0;
+  int next_t = 0, next_buf = 0;
+  auto issue_next = [&]() {
+    if (next_step < steps) {
+      IssueMapTile(map_of(next_step), next_t, reverse, sm.tile[next_buf]);
+    } else {
+      CpAsyncCommit();
+    }
+    next_buf = next_buf + 1 == Tr::kStages ? 0 : next_buf + 1;
+    if (++next_t == Tr::kTilesPerStep) {
+      next_t = 0;
+      ++next_step;
+    }
   };
-  // Always kStages - 1 commit groups ahead (empty ones past the end), so that one wait count
-  // serves every tile.
-  for (int64_t i = 0; i < Tr::kStages - 1; ++i) {
-    if (i < tiles) {
-      issue(i);
-    } else {
-      CpAsyncCommit();
-    }
-  }
-  double acc[Tr::kRows];
-  for (int64_t i = 0; i < tiles; ++i) {
-    const int64_t step = i / Tr::kTilesPerStep;
-    const int t = static_cast<int>(i % Tr::kTilesPerStep);
-    const int64_t c = step_segment(step);
+  for (int i = 0; i < Tr::kStages - 1; ++i) issue_next();
+  int buf = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t c = reverse ? segs - 1 - step : step;
     double* add = reverse ? segment(a.seg_grad, c) : start_checkpoint(c + 1);
-    if (t == 0) {
+    double acc[Tr::kRowsPerGroup];
 #pragma unroll
-      for (int r = 0; r < Tr::kRows; ++r) {
-        acc[r] = add[elem(r)];
-        if (reverse) add[elem(r)] = sm.X[j][r];  // segment c's backward starts from it
+    for (int r = 0; r < Tr::kRowsPerGroup; ++r) {
+      acc[r] = add[elem(r)];
+      if (reverse) add[elem(r)] = sm.X[j][g0 + r];  // segment c's backward starts from it
+    }
+    for (int t = 0; t < Tr::kTilesPerStep; ++t) {
+      issue_next();
+      CpAsyncWait<Tr::kStages - 1>();
+      __syncthreads();  // this tile (and X) visible to all
+      const double* tile = sm.tile[buf];
+#pragma unroll 8
+      for (int kk = 0; kk < Tr::kKTile; ++kk) {
+        const double m = reverse ? tile[j * Tr::kRevStride + kk] : tile[kk * kDim + j];
+        const double2* x = reinterpret_cast<const double2*>(&sm.X[t * Tr::kKTile + kk][g0]);
+#pragma unroll
+        for (int r = 0; r < Tr::kRowsPerGroup / 2; ++r) {
+          const double2 xv = x[r];
+          acc[2 * r] = fma(xv.x, m, acc[2 * r]);
+          acc[2 * r + 1] = fma(xv.y, m, acc[2 * r + 1]);
+        }
       }
+      __syncthreads();  // every thread is done with this tile's buffer and with X
+      buf = buf + 1 == Tr::kStages ? 0 : buf + 1;
     }
-    // Tile i + kStages - 1 goes into the buffer tile i - 1 used (released by the barrier at the
-    // end of the previous iteration).
-    if (i + Tr::kStages - 1 < tiles) {
-      issue(i + Tr::kStages - 1);
-    } else {
-      CpAsyncCommit();
-    }
-    CpAsyncWait<Tr::kStages - 1>();
-    __syncthreads();  // tile i (and X) visible to all
-    const double* tile = sm.tile[i % Tr::kStages];
-#pragma unroll 4
-    for (int kk = 0; kk < Tr::kKTile; ++kk) {
-      const int k = t * Tr::kKTile + kk;
-      const double m = reverse ? tile[j * Tr::kRevStride + kk] : tile[kk * kDim + j];
 #pragma unroll
-      for (int r = 0; r < Tr::kRows; ++r) acc[r] = fma(sm.X[k][r], m, acc[r]);
+    for (int r = 0; r < Tr::kRowsPerGroup; ++r) {
+      sm.X[j][g0 + r] = acc[r];
+      if (!reverse) add[elem(r)] = acc[r];
     }
-    __syncthreads();  // every thread is done with tile i's buffer and with X
-    if (t == Tr::kTilesPerStep - 1) {
-#pragma unroll
-      for (int r = 0; r < Tr::kRows; ++r) {
-        sm.X[j][r] = acc[r];
-        if (!reverse) add[elem(r)] = acc[r];
-      }
-      // The next tile's barrier orders these writes before X is read again.
-    }
+    // The next tile's barrier orders these writes before X is read again.
   }
   if (reverse) {
-    __syncthreads();
     double* first = segment(a.seg_grad, 0);
 #pragma unroll
-    for (int r = 0; r < Tr::kRows; ++r) first[elem(r)] = sm.X[j][r];
+    for (int r = 0; r < Tr::kRowsPerGroup; ++r) first[elem(r)] = sm.X[j][g0 + r];
   }
 }
 
