@@ -53,6 +53,16 @@ inline float __shfl_sync(unsigned, float x, int src) {
   g_warp_bar[w]->arrive_and_wait();
   return y;
 }
+// The FP64 kernels' (the sequential backward's row passes) shuffles.
+inline double g_shfl64[64][32];
+inline double __shfl_xor_sync(unsigned, double x, int o) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  g_shfl64[w][l] = x;
+  g_warp_bar[w]->arrive_and_wait();
+  const double y = g_shfl64[w][l ^ o];
+  g_warp_bar[w]->arrive_and_wait();
+  return y;
+}
 inline float __uint_as_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);

@@ -1,4 +1,5 @@
-"""Makes the kernels of the chunked KDA forward / backward compilable on the host (tools/emu):
+"""Makes the kernels of the chunked KDA forward / backward and of the sequential backward's row
+passes and segment scans compilable on the host (tools/emu):
 keeps each file up to its host launchers (which use <<< >>>) and turns shared memory into statics
 or the shim's buffer. cp.async and the helpers of kda_mma.cuh switch to the shim's emulations
 themselves, under CAKEGRAD_KDA_HOST_EMU."""
@@ -9,6 +10,8 @@ import sys
 def common(src):
     src = src.replace("extern __shared__ __align__(16) unsigned char smem_raw[];",
                       "unsigned char* smem_raw = g_dyn_smem;")
+    # The shim defines the cp.async helpers as plain copies.
+    src = src.replace('#include "cp_async.cuh"', '// cp_async.cuh: the shim\'s')
     return re.sub(r"\b__shared__ ", "static ", src)
 
 
@@ -47,6 +50,17 @@ def backward(src):
     return common(src[:end]) + "}  // namespace\n"
 
 
+def up_to(marker):
+    def cut(src):
+        return common(src[:src.index(marker)]) + "}  // namespace\n"
+    return cut
+
+
+MODES = {
+    "forward": forward,
+    "backward": backward,
+    "rowpass": up_to("}  // namespace\n\ntemplate <RowLaunch kLaunch>\nStatus LaunchRowKernel"),
+    "segment": up_to("}  // namespace\n\nStatus LaunchSegmentScans"),
+}
 which, path = sys.argv[1], sys.argv[2]
-text = open(path).read()
-sys.stdout.write(forward(text) if which == "forward" else backward(text))
+sys.stdout.write(MODES[which](open(path).read()))
