@@ -4,6 +4,8 @@
 # Usage (repo root): KERNEL=path/to/kda_chunked_backward.cu OUT=dir \
 #   bash tools/emu/run_kda_dalog_repeat_emu.sh T H seed0 count [kernels|fp64] [B] [init]
 # The test's B2_T65_H1 (two 65-token documents, initial state): ... 65 1 seed0 count kernels 2 init
+# EMU_G_MEAN=6 draws g ~ N(6, 1) as the test's *_fastdecay shapes do (B2_T1000_H4_fastdecay:
+# ... 1000 4 seed0 count kernels 2 init, ~5 min a draw).
 # (~10-17 s per draw on the 2-core development machine).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
