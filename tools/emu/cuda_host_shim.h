@@ -37,31 +37,26 @@ inline void __syncthreads() {
 }
 // All 32 lanes must reach it (the kernels call it outside divergent code).
 inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
-inline float __shfl_xor_sync(unsigned, float x, int o) {
+// A warp's exchange through buf (one slot per lane): every lane writes x, then reads lane
+// src_of(lane)'s value. FP32 and FP64 (the sequential backward's row passes) have a buffer each.
+inline double g_shfl64[64][32];
+template <typename T, typename Src>
+inline T EmuShuffle(T (&buf)[64][32], T x, Src src_of) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  g_shfl[w][l] = x;
+  buf[w][l] = x;
   g_warp_bar[w]->arrive_and_wait();
-  const float y = g_shfl[w][l ^ o];
+  const T y = buf[w][src_of(l)];
   g_warp_bar[w]->arrive_and_wait();
   return y;
+}
+inline float __shfl_xor_sync(unsigned, float x, int o) {
+  return EmuShuffle(g_shfl, x, [o](int l) { return l ^ o; });
+}
+inline double __shfl_xor_sync(unsigned, double x, int o) {
+  return EmuShuffle(g_shfl64, x, [o](int l) { return l ^ o; });
 }
 inline float __shfl_sync(unsigned, float x, int src) {
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  g_shfl[w][l] = x;
-  g_warp_bar[w]->arrive_and_wait();
-  const float y = g_shfl[w][src & 31];
-  g_warp_bar[w]->arrive_and_wait();
-  return y;
-}
-// The FP64 kernels' (the sequential backward's row passes) shuffles.
-inline double g_shfl64[64][32];
-inline double __shfl_xor_sync(unsigned, double x, int o) {
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  g_shfl64[w][l] = x;
-  g_warp_bar[w]->arrive_and_wait();
-  const double y = g_shfl64[w][l ^ o];
-  g_warp_bar[w]->arrive_and_wait();
-  return y;
+  return EmuShuffle(g_shfl, x, [src](int) { return src & 31; });
 }
 inline float __uint_as_float(uint32_t u) {
   float f;

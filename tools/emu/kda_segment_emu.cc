@@ -58,10 +58,14 @@ Vecs TokenVecs(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
   return v;
 }
 
-double MaxAbs(const double* x, int64_t n) {
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
-  return m;
+// max |got - exact| over max |exact|, for one 128 x 128 matrix.
+double MaxRelDiff(const double* got, const std::vector<double>& exact) {
+  double e = 0, m = 0;
+  for (int i = 0; i < D * D; ++i) {
+    e = std::max(e, std::fabs(got[i] - exact[i]));
+    m = std::max(m, std::fabs(exact[i]));
+  }
+  return e / m;
 }
 
 }  // namespace
@@ -148,10 +152,7 @@ int main(int argc, char** argv) {
       for (int64_t t = bos; t < eos; ++t) {
         if ((t - bos) % L::kCheckpointInterval == 0) {
           const int64_t ck = bos / L::kCheckpointInterval + n + (t - bos) / L::kCheckpointInterval;
-          const double* got = a.checkpoints + (ck * H + h) * D * D;
-          double e = 0;
-          for (int i = 0; i < D * D; ++i) e = std::max(e, std::fabs(got[i] - S[i]));
-          err_ck = std::max(err_ck, e / MaxAbs(S.data(), D * D));
+          err_ck = std::max(err_ck, MaxRelDiff(a.checkpoints + (ck * H + h) * D * D, S));
           ++checked_ck;
         }
         const Vecs tv = TokenVecs(q, k, g, beta, dt_bias, exp_a, lb, t, H, h);
@@ -174,10 +175,8 @@ int main(int argc, char** argv) {
       for (int64_t t = eos - 1; t >= bos; --t) {
         if ((t + 1 - bos) % len == 0 || t == eos - 1) {
           const int64_t c = (t - bos) / len;
-          const double* got = a.seg_grad + ((bos / len + n + c) * H + h) * D * D;
-          double e = 0;
-          for (int i = 0; i < D * D; ++i) e = std::max(e, std::fabs(got[i] - G[i]));
-          err_g = std::max(err_g, e / MaxAbs(G.data(), D * D));
+          err_g =
+              std::max(err_g, MaxRelDiff(a.seg_grad + ((bos / len + n + c) * H + h) * D * D, G));
           ++checked_g;
         }
         const Vecs tv = TokenVecs(q, k, g, beta, dt_bias, exp_a, lb, t, H, h);
