@@ -18,8 +18,8 @@
 //     (du, a sum over k). The sums over rows (dqh, dkh, d(decay), dbeta) are exact per-CTA
 //     partials in shared memory; after each sub-chunk the cluster syncs and CTA r adds the
 //     partials of the sub-chunk's token r from all CTAs through distributed shared memory in rank
-//     order, and finishes that token (norms, gate, sigmoid chain rules). No atomics; every sum
-//     has a fixed order.
+//     order, and finishes that token (norms, gate, sigmoid chain rules). Segment 0's CTAs end
+//     with dinitial_state. No atomics; every sum has a fixed order.
 //  4. KdaParamReduceKernel adds the per-CTA dA_log / ddt_bias partials in a fixed order.
 #include <cooperative_groups.h>
 

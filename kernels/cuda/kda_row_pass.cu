@@ -9,10 +9,11 @@
 //  - kRecompute (the recompute pass): the state from the segment's start state (the forward
 //    scan's, at its first checkpoint), saving it every kda_layout::kCheckpointInterval tokens and
 //    every token's residual w = v - S_decayed kh, from which the backward rebuilds its states;
-//  - the segment transitions (kda_segment.cu): kB, the state the segment builds from zero; kM, the
-//    rows of its state map (identity rows with v = 0); kE, the state gradient its own outputs send
-//    back from zero (walking the segment backwards). Only what the scans read is computed: no B of
-//    a document's last segment, no E of its first, nothing for a one-segment document.
+//  - the segment transitions (what the scans of kda_segment.cu combine): kB, the state the
+//    segment builds from zero; kM, the rows of its state map (identity rows with v = 0); kE, the
+//    state gradient its own outputs send back from zero (walking the segment backwards). Only
+//    what the scans read is computed: no B of a document's last segment, no E of its first,
+//    nothing for a one-segment document.
 //
 // The CTA is warp-specialized: kComputeWarps run the walk on token batch b while kPrepWarps
 // compute batch b+1's vectors (L2 norms, gate, beta) into the other shared-memory buffer and
