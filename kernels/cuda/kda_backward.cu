@@ -216,9 +216,7 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
     // Rebuild the chunk forward from its checkpoint, keeping the sub-chunk starts.
     double S[R];
     {
-      const int64_t slot =
-          bos / kda_layout::kCheckpointInterval + n + (tc0 - bos) / kda_layout::kCheckpointInterval;
-      const double* ck = a.checkpoints + (slot * H + h) * kDimSq;
+      const double* ck = CheckpointAt(a.checkpoints, bos, n, tc0, H, h);
 #pragma unroll
       for (int i = 0; i < R; ++i) S[i] = ck[(row0 + i) * kDim + k];
     }

@@ -100,6 +100,16 @@ __device__ __forceinline__ bool LocateSlot(const KdaShape& s, int64_t slot, int6
   return *unit >= 0 && *unit * len < *eos - *bos;
 }
 
+// Document n's checkpoint at token t (a multiple of kda_layout::kCheckpointInterval past its
+// first token bos) of head h: a 128 x 128 state at the slot kda_layout::CheckpointSlots counts,
+// floor(bos / interval) + n + (t - bos) / interval.
+template <typename T>
+__device__ __forceinline__ T* CheckpointAt(T* checkpoints, int64_t bos, int64_t n, int64_t t,
+                                           int64_t H, int64_t h) {
+  constexpr int64_t kInterval = kda_layout::kCheckpointInterval;
+  return checkpoints + ((bos / kInterval + n + (t - bos) / kInterval) * H + h) * kDimSq;
+}
+
 // The chunked kernels' 64-token chunks.
 __device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot, int64_t* bos,
                                                 int64_t* eos, int64_t* chunk) {

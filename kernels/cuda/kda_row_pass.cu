@@ -176,11 +176,7 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
   auto batch_len = [&](int64_t i) {
     return static_cast<int>(min(int64_t{Tr::kTokenBatch}, send - batch_t0(i)));
   };
-  auto checkpoint = [&](int64_t t0) {
-    const int64_t ck =
-        bos / kda_layout::kCheckpointInterval + n + (t0 - bos) / kda_layout::kCheckpointInterval;
-    return a.checkpoints + (ck * H + h) * kDimSq;
-  };
+  auto checkpoint = [&](int64_t t0) { return CheckpointAt(a.checkpoints, bos, n, t0, H, h); };
 
   // Compute warps: rows and state. Lane col owns the double2 columns col + kRowLanes * i.
   const int row0 = (cta % Tr::kCtasPerMatrix) * Tr::kRowsPerCta;

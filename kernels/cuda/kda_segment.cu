@@ -89,7 +89,8 @@ __global__ void __launch_bounds__(ScanTraits::kThreads)
   const int64_t len = a.s.segment;
   const int64_t segs = (eos - bos + len - 1) / len;
   const int64_t state_off = (n * H + h) * kDimSq;
-  // The loop below indexes with multiplications only (no 64-bit division a tile).
+  // The loop below indexes with multiplications only (no 64-bit division a tile): CheckpointAt's
+  // rule with segment c's first token, bos + c len, folded into a slot and a stride.
   const int64_t seg_slot0 = bos / len + n;
   const int64_t ck_slot0 = bos / kda_layout::kCheckpointInterval + n;
   const int64_t ck_per_seg = len / kda_layout::kCheckpointInterval;

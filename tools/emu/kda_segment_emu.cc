@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
       for (int e = 0; e < D * D; ++e) S[e] = s0[(n * H + h) * D * D + e];
       for (int64_t t = bos; t < eos; ++t) {
         if ((t - bos) % L::kCheckpointInterval == 0) {
-          const int64_t ck = bos / L::kCheckpointInterval + n + (t - bos) / L::kCheckpointInterval;
-          err_ck = std::max(err_ck, MaxRelDiff(a.checkpoints + (ck * H + h) * D * D, S));
+          err_ck = std::max(err_ck,
+                            MaxRelDiff(kda_cuda::CheckpointAt(a.checkpoints, bos, n, t, H, h), S));
           ++checked_ck;
         }
         const Vecs tv = TokenVecs(q, k, g, beta, dt_bias, exp_a, lb, t, H, h);
