@@ -26,6 +26,7 @@
 #include <atomic>
 
 #include "kda_chunked_backward.cuh"
+#include "kda_cluster_launch.cuh"
 #include "kda_common.cuh"
 #include "per_device_memo.h"
 
@@ -417,30 +418,6 @@ __global__ void __launch_bounds__(kDim)
   }
 }
 
-// The backward kernel's clusters resident at once on the current device (its one-wave capacity,
-// which the segment length is chosen for), asked once per device.
-Status ResidentClusters(int smem, int* clusters) {
-  static PerDeviceMemo memo;
-  int dev = 0;
-  const cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  }
-  return memo.Get(
-      dev,
-      [&](int* n) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(BwdTraits::kClusterSize);
-        cfg.blockDim = dim3(BwdTraits::kThreads);
-        cfg.dynamicSmemBytes = smem;
-        const cudaError_t e = cudaOccupancyMaxActiveClusters(n, KdaBackwardKernel, &cfg);
-        if (e == cudaSuccess) return OkStatus();
-        return Internal(std::string("kda: cudaOccupancyMaxActiveClusters (the backward): ") +
-                        cudaGetErrorString(e));
-      },
-      clusters);
-}
-
 }  // namespace
 
 Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
@@ -464,8 +441,15 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   const Status attr =
       kda_cuda::AllowSmem(kda_cuda::KdaBackwardKernel, kSmem, &done, "the backward");
   if (!attr.ok()) return attr;
+  // The segment length is chosen for whole waves of the backward's resident clusters.
+  static PerDeviceMemo resident_clusters;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(BwdTraits::kClusterSize);
+  cfg.blockDim = dim3(BwdTraits::kThreads);
+  cfg.dynamicSmemBytes = kSmem;
   int clusters = 0;
-  const Status resident = ResidentClusters(kSmem, &clusters);
+  const Status resident = kda_cuda::ResidentClusters(kda_cuda::KdaBackwardKernel, cfg,
+                                                     &resident_clusters, "the backward", &clusters);
   if (!resident.ok()) return resident;
   f.s.segment = kda_layout::SegmentLength(f.s.total_tokens, f.s.N, f.s.H, clusters);
   const int64_t slots =

@@ -56,6 +56,28 @@ inline Status EncodeRecordMaps(McMaps* maps, const char* ws, int64_t records) {
   return encode(&maps->kdm, kda_layout::kRecKdecT, kC, 2 * kDim + 2 * kC);
 }
 
+// The clusters of `kernel` resident at once on the current device under `cfg` (its cluster shape
+// from cfg's attributes or the kernel's __cluster_dims__), asked once per device through
+// `resident`.
+template <class Kernel>
+Status ResidentClusters(Kernel kernel, const cudaLaunchConfig_t& cfg, PerDeviceMemo* resident,
+                        const char* what, int* clusters) {
+  int dev = 0;
+  const cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
+  }
+  return resident->Get(
+      dev,
+      [&](int* n) {
+        const cudaError_t e = cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
+        if (e == cudaSuccess) return OkStatus();
+        return Internal(std::string("kda: cudaOccupancyMaxActiveClusters (") + what +
+                        "): " + cudaGetErrorString(e));
+      },
+      clusters);
+}
+
 // Launches kernel<<<grid, threads, smem, stream>>>(args...) as clusters of two CTAs along x and
 // sets *launched; leaves *launched false, launching nothing, where the device cannot hold one
 // such cluster (cudaOccupancyMaxActiveClusters, asked once per device through `resident`), so
@@ -77,23 +99,10 @@ Status LaunchClusterPair(Kernel kernel, dim3 grid, int threads, int smem, cudaSt
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    return Internal(std::string("kda: cudaGetDevice: ") + cudaGetErrorString(err));
-  }
   int clusters = 0;
-  const Status queried = resident->Get(
-      dev,
-      [&](int* n) {
-        const cudaError_t e = cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
-        if (e == cudaSuccess) return OkStatus();
-        return Internal(std::string("kda: cudaOccupancyMaxActiveClusters (") + what +
-                        "): " + cudaGetErrorString(e));
-      },
-      &clusters);
+  const Status queried = ResidentClusters(kernel, cfg, resident, what, &clusters);
   if (!queried.ok() || clusters < 1) return queried;
-  err = cudaLaunchKernelEx(&cfg, kernel, args...);
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, args...);
   if (err != cudaSuccess) {
     return Internal(std::string("kda: launching ") + what +
                     " (2-CTA clusters): " + cudaGetErrorString(err));
