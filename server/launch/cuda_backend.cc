@@ -117,7 +117,12 @@ class EventRing {
         call = enqueued[slot];
         op = ops[slot];
       }
-      if (cudaEventQuery(done[slot]) == cudaSuccess) Check(static_cast<int>(slot), call, op);
+      const cudaError_t q = cudaEventQuery(done[slot]);
+      if (q == cudaSuccess) {
+        Check(static_cast<int>(slot), call, op);
+      } else if (q == cudaErrorNotReady) {
+        (void)cudaGetLastError();  // not an error: keep it from the next launch's check
+      }
     }
     absl::MutexLock lock(&mu);
     absl::Status s = std::move(error);
