@@ -94,12 +94,61 @@ class EventRing {
     if (status_host != nullptr) cudaFreeHost(status_host);
   }
 
-  // The first device error seen since the last call, for the session's next EVENT request.
+  // Sizes the per-slot bookkeeping (after `ready` and `done`).
+  void InitSlots() {
+    absl::MutexLock lock(&mu);
+    enqueued.assign(done.size(), 0);
+    checked.assign(done.size(), 0);
+    ops.assign(done.size(), "");
+  }
+
+  // The first device error seen since the last call, for the session's next EVENT request. Calls
+  // that finished on the GPU are checked here if their host callback has not run yet: `done` is
+  // recorded before the callback, so the client can see a call finish and send its next request
+  // first (a race that made the error arrive one request late, twenty-sixth session).
+  // Launcher thread only, before the next call is enqueued (so no slot is being refilled).
   absl::Status TakeError() {
+    for (size_t slot = 0; slot < done.size(); ++slot) {
+      uint64_t call = 0;
+      std::string op;
+      {
+        absl::MutexLock lock(&mu);
+        if (enqueued[slot] <= checked[slot]) continue;
+        call = enqueued[slot];
+        op = ops[slot];
+      }
+      const cudaError_t q = cudaEventQuery(done[slot]);
+      if (q == cudaSuccess) {
+        Check(static_cast<int>(slot), call, op);
+      } else if (q == cudaErrorNotReady) {
+        (void)cudaGetLastError();  // not an error: keep it from the next launch's check
+      }
+    }
     absl::MutexLock lock(&mu);
     absl::Status s = std::move(error);
     error = absl::OkStatus();
     return s;
+  }
+
+  // Numbers the slot's next call (launcher thread, as it is enqueued).
+  uint64_t Enqueue(int slot, const std::string& op) {
+    absl::MutexLock lock(&mu);
+    ops[slot] = op;
+    return ++enqueued[slot];
+  }
+
+  // Reads the slot's status word for call number `call` once, by whichever of the host callback
+  // and TakeError comes first; no CUDA calls (the callback runs it).
+  void Check(int slot, uint64_t call, const std::string& op) {
+    absl::MutexLock lock(&mu);
+    if (call <= checked[slot]) return;
+    checked[slot] = call;
+    const uint32_t bits = reinterpret_cast<volatile uint32_t*>(status_host)[slot];
+    if ((bits & kernels::kDeviceStatusBadCuSeqlens) != 0 && error.ok()) {
+      error = absl::FailedPreconditionError(
+          absl::StrCat("an earlier EVENT request (", op, ", slot ", slot,
+                       ") had malformed cu_seqlens; its outputs are invalid"));
+    }
   }
 
   int device = 0;
@@ -108,6 +157,9 @@ class EventRing {
   uint32_t* status_dev = nullptr;   // its device alias
   absl::Mutex mu;
   absl::Status error ABSL_GUARDED_BY(mu);
+  std::vector<uint64_t> enqueued ABSL_GUARDED_BY(mu);  // per slot: its last call's number
+  std::vector<uint64_t> checked ABSL_GUARDED_BY(mu);   // per slot: the last number checked
+  std::vector<std::string> ops ABSL_GUARDED_BY(mu);    // per slot: its last call's operator
 };
 
 // Regions whose last in-flight EVENT call finished on the GPU. A host callback may not make
@@ -134,6 +186,7 @@ class Graveyard {
 struct SlotCheck {
   std::shared_ptr<EventRing> ring;
   int slot;
+  uint64_t call;  // EventRing::Enqueue's number
   std::string op;
   std::vector<std::shared_ptr<const Region>> pins;
   Graveyard* graveyard;
@@ -143,15 +196,7 @@ struct SlotCheck {
 void CheckSlot(void* arg) {
   std::unique_ptr<SlotCheck> check(static_cast<SlotCheck*>(arg));
   check->graveyard->Add(std::move(check->pins));
-  const uint32_t bits = reinterpret_cast<volatile uint32_t*>(check->ring->status_host)[check->slot];
-  if ((bits & kernels::kDeviceStatusBadCuSeqlens) != 0) {
-    absl::MutexLock lock(&check->ring->mu);
-    if (check->ring->error.ok()) {
-      check->ring->error = absl::FailedPreconditionError(
-          absl::StrCat("an earlier EVENT request (", check->op, ", slot ", check->slot,
-                       ") had malformed cu_seqlens; its outputs are invalid"));
-    }
-  }
+  check->ring->Check(check->slot, check->call, check->op);
 }
 
 // A SYNC call in flight on a device: its own status word, the pinned copy the stream writes
@@ -354,7 +399,9 @@ class CudaBackend : public Backend {
       CUDA_RETURN_IF_ERROR(cudaEventRecord(ring->done[call.event_slot], d.stream),
                            "recording the done event");
       RETURN_IF_ERROR(launched);
-      auto* check = new SlotCheck{ring, call.event_slot, call.op->name, call.pins, &graveyard_};
+      const uint64_t number = ring->Enqueue(call.event_slot, call.op->name);
+      auto* check =
+          new SlotCheck{ring, call.event_slot, number, call.op->name, call.pins, &graveyard_};
       if (cudaError_t err = cudaLaunchHostFunc(d.stream, CheckSlot, check); err != cudaSuccess) {
         delete check;
         return CudaError(err, "cudaLaunchHostFunc");
@@ -458,6 +505,7 @@ class CudaBackend : public Backend {
     const size_t slots = ready_events.size();
     ring->ready.assign(slots, nullptr);
     ring->done.assign(slots, nullptr);
+    ring->InitSlots();
     std::vector<std::string> exported;
     for (size_t i = 0; i < slots; ++i) {
       if (ready_events[i].size() != sizeof(cudaIpcEventHandle_t)) {
