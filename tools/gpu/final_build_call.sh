@@ -8,12 +8,13 @@
 #   "carry": [".carry/gpu.tar.xz", "client/python/cakegrad/v1"], "timeout_s": 560}
 # Since the sequential KDA backward runs in FP64 (twenty-fifth session) the suites, benches and
 # KDA's sanitizers take ~420 s; the ncu cases (~10 s each) stop by 515 s.
+# SKIP (default "6 7") picks the stages left out; SKIP=7 adds the daemon bench (~60-90 s).
 # (the eighteenth and nineteenth sessions copied this into bench/results/raw-*/final/run.sh.)
 set -uo pipefail
 S=$(date +%s); el() { echo $(($(date +%s) - S)); }
 tar xJf .carry/gpu.tar.xz
 OUT=${OUT:-/tmp/out}
-PYTHON_FIRST=1 STEPS=5 SKIP="6 7" FAMILIES="conv1d mhc kda" TORCH_FAMILIES=mhc \
+PYTHON_FIRST=1 STEPS=5 SKIP="${SKIP-6 7}" FAMILIES="conv1d mhc kda" TORCH_FAMILIES=mhc \
   SANITIZE_FAMILIES="${SANITIZE_FAMILIES:-kda}" timeout 480 bash tools/gpu/run_all_gpu.sh
 echo "== run_all rc=$? at $(el) s"
 AB_OUT=$OUT/prof
