@@ -1,10 +1,11 @@
 // KDA backward: the adjoint recurrence, split over the 128 state rows by a cluster of CTAs, in
-// FP64 (why: kda_common.cuh, ComputeToken64). The chunked backward (kda_chunked_backward.cu) is
+// FP64 (why: kda_common.cuh, TokenScalars64). The chunked backward (kda_chunked_backward.cu) is
 // the fast one; this is the default below 4 heads, where one head's dA_log is a badly conditioned
 // sum.
 //
 // Documents are cut into segments (kda_layout::SegmentLength) that run in parallel. In order on
 // the caller's stream:
+//  0. the token pass (kda_row_pass.cu): every token's FP64 decays and scalars, once;
 //  1. the segment transitions (kda_row_pass.cu), then FP64 scans (kda_segment.cu) that give each
 //     segment's start state and the state gradient at its end;
 //  2. the recompute pass (kda_row_pass.cu), per segment from its start state, saves the state at
@@ -86,6 +87,8 @@ struct BwdArgs {
   const float* A_log;
   const float* dt_bias;
   const uint16_t* d_o;
+  const double* tok_d;  // the token pass's decays and scalars (kda_row_pass.cu)
+  const double* tok_s;
   const double* checkpoints;
   const double* residual;
   const double* seg_grad;  // the state gradient at each segment's end
@@ -185,13 +188,12 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
     const int nc = static_cast<int>(min(int64_t{Tr::kChunk}, send - tc0));
     __syncthreads();  // the previous chunk's vectors are no longer read
     for (int tb = warp; tb < nc; tb += Tr::kThreads / 32) {
-      const TokenScalars64 ts = ComputeToken64(LoadToken(a.q, a.k, a.g, a.beta, tc0 + tb, H, h),
-                                               reinterpret_cast<const float4*>(dt_bias_h)[lane],
-                                               exp_a, lb, sm.kh[tb], sm.qh[tb], sm.d[tb]);
+      const RawToken64 r = LoadToken64(a.q, a.k, a.tok_d, a.tok_s, tc0 + tb, H, h);
+      StoreToken64(r, sm.kh[tb], sm.qh[tb], sm.d[tb]);
       if (lane == 0) {
-        sm.bt[tb] = ts.bt;
-        sm.rq[tb] = ts.rq;
-        sm.rk[tb] = ts.rk;
+        sm.bt[tb] = r.s.bt;
+        sm.rq[tb] = r.s.rq;
+        sm.rk[tb] = r.s.rk;
       }
     }
     __syncthreads();
@@ -432,6 +434,8 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   f.dfinal_state = p.dfinal_state;
   f.checkpoints = reinterpret_cast<double*>(ws + layout.checkpoints);
   f.residual = reinterpret_cast<double*>(ws + layout.residual);
+  f.tok_d = reinterpret_cast<double*>(ws + layout.tok_d);
+  f.tok_s = reinterpret_cast<double*>(ws + layout.tok_s);
   f.seg_map = reinterpret_cast<double*>(ws + layout.seg_map);
   f.seg_grad = reinterpret_cast<double*>(ws + layout.seg_grad);
   f.dinitial_state = p.dinitial_state;
@@ -459,6 +463,8 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   }
 
   if (f.s.N > 0) {
+    const Status tokens = kda_cuda::LaunchTokenPass(f, stream);
+    if (!tokens.ok()) return tokens;
     const Status transitions = kda_cuda::LaunchRowPass(f, kda_cuda::RowPass::kTransitions, stream);
     if (!transitions.ok()) return transitions;
     const Status scans = kda_cuda::LaunchSegmentScans(f, stream);
@@ -474,6 +480,8 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
     b.A_log = p.A_log;
     b.dt_bias = p.dt_bias;
     b.d_o = p.d_o;
+    b.tok_d = f.tok_d;
+    b.tok_s = f.tok_s;
     b.checkpoints = f.checkpoints;
     b.residual = f.residual;
     b.seg_grad = f.seg_grad;

@@ -1,6 +1,6 @@
 // The FP64 row passes of the sequential KDA backward (kda_backward.cu): token walks over one
-// segment (KdaShape::segment tokens) of a document, split over state rows. FP64 for the reason in
-// kda_common.cuh (ComputeToken64).
+// segment (KdaShape::segment tokens) of a document, split over state rows, and the token pass
+// before them. FP64 for the reason in kda_common.cuh (TokenScalars64).
 //
 // Each row of the state evolves on its own given the token's kh, decay and beta (RowForwardStep),
 // and so does each row of the state gradient (RowAdjointStep), so a CTA owns kRowsPerCta rows of
@@ -16,8 +16,13 @@
 //    nothing for a one-segment document.
 //
 // The CTA is warp-specialized: kComputeWarps run the walk on token batch b while kPrepWarps
-// compute batch b+1's vectors (L2 norms, gate, beta) into the other shared-memory buffer and
-// already have batch b+2's raw loads in flight; one barrier per batch.
+// stage batch b+1's vectors (kh, d, qh, beta) into the other shared-memory buffer and already
+// have batch b+2's loads in flight; one barrier per batch.
+//
+// The token pass (KdaTokenPassKernel, first on the stream) computes each token's FP64 decays
+// and scalars once per (token, head); every CTA of the row passes and of the backward kernel
+// (40 per segment and head) used to compute them itself, and the prep warps' exponentials were
+// ~half of the row passes' issue slots (ncu, twenty-sixth session).
 #include <atomic>
 
 #include "kda_common.cuh"
@@ -72,9 +77,9 @@ struct RowBatch {
   float x[RowTraits::kTokenBatch][RowTraits::kRowsPerCta];  // v (kRecompute, kB) or do (kE)
 };
 
-// Raw inputs of one batch held by one prep thread.
+// The loads of one batch held by one prep thread.
 struct PrepRegs {
-  RawToken tok[RowTraits::kTokensPerPrepWarp];
+  RawToken64 tok[RowTraits::kTokensPerPrepWarp];
   float x;
 };
 
@@ -85,7 +90,7 @@ __device__ __forceinline__ void LoadBatch(const SeqBwdArgs& a, RowRole role, int
 #pragma unroll
   for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
     const int tb = pw + Tr::kPrepWarps * i;
-    if (tb < nb) r->tok[i] = LoadToken(a.q, a.k, a.g, a.beta, t0 + tb, H, h);
+    if (tb < nb) r->tok[i] = LoadToken64(a.q, a.k, a.tok_d, a.tok_s, t0 + tb, H, h);
   }
   const int pt = pw * 32 + (threadIdx.x & 31);
   const int tb = pt / Tr::kRowsPerCta;
@@ -95,18 +100,16 @@ __device__ __forceinline__ void LoadBatch(const SeqBwdArgs& a, RowRole role, int
                                          : Bf16(a.v[gi]);
 }
 
-__device__ __forceinline__ void ComputeBatch(const PrepRegs& r, bool with_qh, int nb, int pw,
-                                             float4 dtb, double exp_a, double lower_bound,
-                                             RowBatch& b) {
+__device__ __forceinline__ void StoreBatch(const PrepRegs& r, bool with_qh, int nb, int pw,
+                                           RowBatch& b) {
   using Tr = RowTraits;
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
     const int tb = pw + Tr::kPrepWarps * i;
     if (tb < nb) {
-      const TokenScalars64 ts = ComputeToken64(r.tok[i], dtb, exp_a, lower_bound, b.kh[tb],
-                                               with_qh ? b.qh[tb] : nullptr, b.d[tb]);
-      if (lane == 0) b.bt[tb] = ts.bt;
+      StoreToken64(r.tok[i], b.kh[tb], with_qh ? b.qh[tb] : nullptr, b.d[tb]);
+      if (lane == 0) b.bt[tb] = r.tok[i].s.bt;
     }
   }
   const int pt = pw * 32 + lane;
@@ -184,11 +187,9 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
   const int row = row0 + rloc;
   const int col = lane % kRowLanes;
   double S[kRowPairs][2];
-  // Prep warps: raw inputs of the batch after next.
+  // Prep warps: the loads of the batch after next.
   const int pw = warp - Tr::kComputeWarps;
-  const double exp_a = exp(static_cast<double>(a.A_log[h]));
   PrepRegs regs{};
-  float4 dtb = make_float4(0.f, 0.f, 0.f, 0.f);
 
   if (compute) {
     // The recompute pass starts from the forward scan's state at the segment's first checkpoint;
@@ -207,10 +208,9 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
       }
     }
   } else {
-    dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
     if (batches > 0) {
       LoadBatch(a, role, batch_t0(0), batch_len(0), pw, row0, h, &regs);
-      ComputeBatch(regs, reverse, batch_len(0), pw, dtb, exp_a, a.s.lower_bound, sm[0]);
+      StoreBatch(regs, reverse, batch_len(0), pw, sm[0]);
     }
     if (batches > 1) LoadBatch(a, role, batch_t0(1), batch_len(1), pw, row0, h, &regs);
   }
@@ -243,8 +243,7 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
         }
       }
     } else if (b + 1 < batches) {
-      ComputeBatch(regs, reverse, batch_len(b + 1), pw, dtb, exp_a, a.s.lower_bound,
-                   sm[(b + 1) & 1]);
+      StoreBatch(regs, reverse, batch_len(b + 1), pw, sm[(b + 1) & 1]);
       if (b + 2 < batches) {
         LoadBatch(a, role, batch_t0(b + 2), batch_len(b + 2), pw, row0, h, &regs);
       }
@@ -263,6 +262,32 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
   for (int i = 0; i < kRowPairs; ++i) out[col + kRowLanes * i] = make_double2(S[i][0], S[i][1]);
 }
 
+// The token pass: warp per (token, head), every token of the call (tokens outside any document
+// too: they are inputs all the same, and no pass reads them).
+constexpr int kTokenPassWarps = 8;
+
+__global__ void __launch_bounds__(kTokenPassWarps * 32)
+    KdaTokenPassKernel(const __grid_constant__ SeqBwdArgs a) {
+  const int lane = threadIdx.x & 31;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kTokenPassWarps + (threadIdx.x >> 5);
+  const int64_t h = blockIdx.y;
+  const int64_t H = a.s.H;
+  if (t >= a.s.total_tokens) return;
+  const double exp_a = exp(static_cast<double>(a.A_log[h]));
+  const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
+  const TokenCost64 c =
+      ComputeTokenCost64(LoadToken(a.q, a.k, a.g, a.beta, t, H, h), dtb, exp_a, a.s.lower_bound);
+  const int64_t th = t * H + h;
+  double2* dp = reinterpret_cast<double2*>(a.tok_d + th * kDim) + 2 * lane;
+  dp[0] = make_double2(c.d[0], c.d[1]);
+  dp[1] = make_double2(c.d[2], c.d[3]);
+  if (lane == 0) {
+    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kTokenScalars);
+    sp[0] = make_double2(c.s.rq, c.s.rk);
+    sp[1] = make_double2(c.s.bt, 0.0);
+  }
+}
+
 }  // namespace
 
 template <RowLaunch kLaunch>
@@ -276,6 +301,15 @@ Status LaunchRowKernel(const SeqBwdArgs& a, int64_t slots, const char* what, cud
   const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.s.H));
   KdaRowPassKernel<kLaunch><<<grid, RowTraits::kThreads, kSmem, stream>>>(a);
   return CheckLaunch(what);
+}
+
+Status LaunchTokenPass(const SeqBwdArgs& a, cudaStream_t stream) {
+  const int64_t blocks = (a.s.total_tokens + kTokenPassWarps - 1) / kTokenPassWarps;
+  if (blocks == 0) return OkStatus();
+  if (blocks > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s.H));
+  KdaTokenPassKernel<<<grid, kTokenPassWarps * 32, 0, stream>>>(a);
+  return CheckLaunch("the token pass");
 }
 
 Status LaunchRowPass(const SeqBwdArgs& a, RowPass pass, cudaStream_t stream) {

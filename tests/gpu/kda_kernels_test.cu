@@ -1062,6 +1062,48 @@ TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
   }
 }
 
+// The sequential backward's gradients on pinned inputs, hashed, for comparing builds (a change
+// meant to keep its bits, e.g. the twenty-seventh session's token pass: run this test on both
+// builds and compare the lines). The workspace is not hashed: its layout may differ between
+// builds. Several segments per document (one long document at one head, two at two heads) and
+// packed documents with empty and 1-token ones. Checks nothing itself beyond a successful run.
+TEST(KdaKernels, SequentialBackwardHashesForCrossBuildComparison) {
+  CAKEGRAD_REQUIRE_GPU();
+  struct Pinned {
+    const char* tag;  // printed after "kda seq bwd hashes"
+    Shape shape;
+    uint64_t seed;
+  };
+  Shape one;
+  one.T = 3000;
+  Shape two;
+  two.B = 2;
+  two.T = 1100;
+  two.H = 2;
+  two.g_mean = 2.0;
+  const std::vector<Pinned> pinned = {
+      {" 1x3000 H1", one, 20261201},
+      {" 2x1100 H2", two, 20261202},
+      {" packed H3", Packed({0, 1, 700, 65, 0, 1300, 33}, 3, /*int32=*/true), 20261203}};
+  for (const Pinned& pin : pinned) {
+    testing::Rng().seed(pin.seed + HashSeedOffset());
+    Problem pr(pin.shape);
+    testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
+    pr.ws.Fill(0);
+    pr.Poison();
+    RunBoth(pr, nullptr);
+    if (HasFatalFailure()) return;
+    const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
+    std::printf("[ kda seq bwd hashes%s ]", pin.tag);
+    static const char* const kNames[] = {"o",  "final_state", "dq",     "dk",       "dv",
+                                         "dg", "dbeta",       "dA_log", "ddt_bias", "dinit"};
+    for (size_t i = 0; i < snap.size(); ++i) {
+      std::printf(" %s %016llx", kNames[i], Fnv1a(snap[i].data(), snap[i].size()));
+    }
+    std::printf("\n");
+  }
+}
+
 // The chunked backward under compute-sanitizer (the *Sanitize* filter): packed documents with
 // empty and 1-token ones and a chunk edge, every output written and finite, then malformed
 // offsets (clamped, flagged, no out-of-bounds access).

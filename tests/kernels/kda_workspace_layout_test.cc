@@ -72,6 +72,8 @@ TEST(KdaWorkspaceLayout, SequentialBackwardRegionsFitAndDoNotOverlap) {
     ExpectRegions(
         {{l.checkpoints, L::CheckpointSlots(s.B * s.T, docs) * s.H * L::kDim * L::kDim * 8},
          {l.residual, s.B * s.T * s.H * L::kDim * 8},
+         {l.tok_d, s.B * s.T * s.H * L::kDim * 8},
+         {l.tok_s, s.B * s.T * s.H * L::kTokenScalars * 8},
          {l.seg_map, segs * s.H * L::kDim * L::kDim * 8},
          {l.seg_grad, segs * s.H * L::kDim * L::kDim * 8},
          {l.param_partials, segs * s.H * L::kRowSplit * 2 * L::kDim * 8}},

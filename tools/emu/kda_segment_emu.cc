@@ -30,7 +30,8 @@ namespace {
 
 constexpr int D = 128;
 
-// One token's FP64 vectors as ComputeToken64 forms them (the same operations, in a loop).
+// One token's FP64 vectors as ComputeTokenCost64 and StoreToken64 form them (the same operations,
+// in a loop).
 struct Vecs {
   double kh[D], qh[D], d[D], bt;
 };
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
   std::vector<double> ws(lay.total / 8, std::nan(""));
   a.checkpoints = ws.data() + lay.checkpoints / 8;
   a.residual = ws.data() + lay.residual / 8;
+  a.tok_d = ws.data() + lay.tok_d / 8;
+  a.tok_s = ws.data() + lay.tok_s / 8;
   a.seg_map = ws.data() + lay.seg_map / 8;
   a.seg_grad = ws.data() + lay.seg_grad / 8;
   std::vector<float> dinit(N * H * D * D, std::nanf(""));
@@ -130,6 +133,8 @@ int main(int argc, char** argv) {
   using RT = kda_cuda::RowTraits;
   const int64_t slots = L::SegmentSlots(tok, N, a.s.segment);
   const unsigned hh = static_cast<unsigned>(H);
+  EmuLaunch({unsigned((tok + kda_cuda::kTokenPassWarps - 1) / kda_cuda::kTokenPassWarps), hh, 1},
+            kda_cuda::kTokenPassWarps * 32, [&] { kda_cuda::KdaTokenPassKernel(a); });
   EmuLaunch({unsigned(kda_cuda::CtasPerSlot(RowLaunch::kBM) * slots), hh, 1}, RT::kThreads,
             [&] { kda_cuda::KdaRowPassKernel<RowLaunch::kBM>(a); });
   EmuLaunch({unsigned(kda_cuda::CtasPerSlot(RowLaunch::kE) * slots), hh, 1}, RT::kThreads,
