@@ -15,16 +15,17 @@
 //    what the scans read is computed: no B of a document's last segment, no E of its first,
 //    nothing for a one-segment document.
 //
-// The CTA is warp-specialized: kComputeWarps run the walk on token batch b while kPrepWarps
-// stage batch b+1's vectors (kh, d, qh, beta) into the other shared-memory buffer and already
-// have batch b+2's loads in flight; one barrier per batch.
-//
-// The token pass (KdaTokenPassKernel, first on the stream) computes each token's FP64 decays
-// and scalars once per (token, head); every CTA of the row passes and of the backward kernel
-// (40 per segment and head) used to compute them itself, and the prep warps' exponentials were
-// ~half of the row passes' issue slots (ncu, twenty-sixth session).
+// The token pass (KdaTokenPassKernel, first on the stream) computes each token's FP64 vectors
+// (kh, d, qh) and scalars once per (token, head) into the workspace. Every CTA of the row passes
+// and of the backward kernel (40 per segment and head) used to compute them itself, on prep warps
+// beside the walk whose exponentials were ~half of the row passes' issue slots (ncu, twenty-sixth
+// session). Now a CTA is its walking warps alone: they copy batch b+1's vectors into the other
+// shared-memory buffer (cp.async) while they walk batch b; one barrier per batch. Without prep
+// warps four CTAs fit an SM instead of two, twice the warps to hide the walk's latency chain
+// (shared loads, then a shuffle reduction, per token).
 #include <atomic>
 
+#include "cp_async.cuh"
 #include "kda_common.cuh"
 
 namespace cakegrad::kernels {
@@ -32,19 +33,19 @@ namespace kda_cuda {
 namespace {
 
 struct RowTraits {
-  static constexpr int kComputeWarps = 4;
-  static constexpr int kPrepWarps = 4;
-  static constexpr int kThreads = 32 * (kComputeWarps + kPrepWarps);
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kMinBlocks = 4;  // 128 registers a thread
   static constexpr int kRowsPerWarp = 32 / kRowLanes;
-  static constexpr int kRowsPerCta = kComputeWarps * kRowsPerWarp;
+  static constexpr int kRowsPerCta = kWarps * kRowsPerWarp;
   static constexpr int kCtasPerMatrix = kDim / kRowsPerCta;
   static constexpr int kTokenBatch = 8;
-  static constexpr int kTokensPerPrepWarp = kTokenBatch / kPrepWarps;
+  static constexpr int kChunks16 = kDim * 8 / 16;  // 16-byte copies per 128-vector
   static_assert(kDim % kRowsPerCta == 0, "rows must split evenly over CTAs");
   static_assert(kda_layout::kCheckpointInterval % kTokenBatch == 0,
                 "checkpoints are taken at token-batch starts");
-  static_assert(kTokenBatch % kPrepWarps == 0, "whole tokens per prep warp");
-  static_assert(kTokenBatch * kRowsPerCta == 32 * kPrepWarps, "one row value per prep thread");
+  static_assert(kTokenBatch <= kThreads, "one thread per token's beta");
+  static_assert(kRowsPerCta * 2 % 16 == 0, "a token's v or do rows are whole 16-byte copies");
 };
 
 enum class RowRole { kRecompute, kB, kM, kE };
@@ -69,51 +70,42 @@ __device__ __forceinline__ RowRole RoleOf(RowLaunch l, int cta) {
   }
 }
 
+// One batch of tokens in shared memory: the token pass's vectors as it stores them (kh, d, then
+// qh for the backward walk), beta, and this CTA's rows of v (kRecompute, kB) or do (kE), BF16.
+template <RowLaunch kLaunch>
 struct RowBatch {
-  double kh[RowTraits::kTokenBatch][kDim];
-  double d[RowTraits::kTokenBatch][kDim];
-  double qh[RowTraits::kTokenBatch][kDim];  // kE only
+  static constexpr int kVecs = kLaunch == RowLaunch::kE ? 3 : 2;
+  static_assert(kda_layout::kTokKh == 0 && kda_layout::kTokD == 1 && kda_layout::kTokQh == 2,
+                "a forward walk copies the first two vectors, the backward walk all three");
+  double vec[RowTraits::kTokenBatch][kVecs][kDim];
   double bt[RowTraits::kTokenBatch];
-  float x[RowTraits::kTokenBatch][RowTraits::kRowsPerCta];  // v (kRecompute, kB) or do (kE)
+  uint16_t x[RowTraits::kTokenBatch][RowTraits::kRowsPerCta];
 };
 
-// The loads of one batch held by one prep thread.
-struct PrepRegs {
-  RawToken64 tok[RowTraits::kTokensPerPrepWarp];
-  float x;
-};
-
-__device__ __forceinline__ void LoadBatch(const SeqBwdArgs& a, RowRole role, int64_t t0, int nb,
-                                          int pw, int row0, int64_t h, PrepRegs* r) {
+// Issues (and commits) the copies of batch [t0, t0 + nb) into b.
+template <RowLaunch kLaunch>
+__device__ __forceinline__ void CopyBatch(const SeqBwdArgs& a, RowRole role, int64_t t0, int nb,
+                                          int row0, int64_t h, RowBatch<kLaunch>& b) {
   using Tr = RowTraits;
+  constexpr int kVecs = RowBatch<kLaunch>::kVecs;
+  constexpr int kPerToken = kVecs * Tr::kChunks16;
   const int64_t H = a.s.H;
-#pragma unroll
-  for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
-    const int tb = pw + Tr::kPrepWarps * i;
-    if (tb < nb) r->tok[i] = LoadToken64(a.q, a.k, a.tok_d, a.tok_s, t0 + tb, H, h);
+  const int tid = threadIdx.x;
+  for (int i = tid; i < nb * kPerToken; i += Tr::kThreads) {
+    const int tb = i / kPerToken, e = i % kPerToken;
+    const double* src = a.tok_vec + ((t0 + tb) * H + h) * kda_layout::kTokenVectors * kDim;
+    CpAsync<16>(&b.vec[tb][0][0] + 2 * e, src + 2 * e);
   }
-  const int pt = pw * 32 + (threadIdx.x & 31);
-  const int tb = pt / Tr::kRowsPerCta;
-  const int64_t gi = ((t0 + tb) * H + h) * kDim + row0 + pt % Tr::kRowsPerCta;
-  r->x = tb >= nb || role == RowRole::kM ? 0.f
-         : role == RowRole::kE           ? Bf16(a.d_o[gi])
-                                         : Bf16(a.v[gi]);
-}
-
-__device__ __forceinline__ void StoreBatch(const PrepRegs& r, bool with_qh, int nb, int pw,
-                                           RowBatch& b) {
-  using Tr = RowTraits;
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int i = 0; i < Tr::kTokensPerPrepWarp; ++i) {
-    const int tb = pw + Tr::kPrepWarps * i;
-    if (tb < nb) {
-      StoreToken64(r.tok[i], b.kh[tb], with_qh ? b.qh[tb] : nullptr, b.d[tb]);
-      if (lane == 0) b.bt[tb] = r.tok[i].s.bt;
-    }
+  if (tid < nb) {
+    CpAsync<8>(&b.bt[tid], a.tok_s + ((t0 + tid) * H + h) * kda_layout::kTokenScalars + 2);
   }
-  const int pt = pw * 32 + lane;
-  b.x[pt / Tr::kRowsPerCta][pt % Tr::kRowsPerCta] = r.x;
+  constexpr int kRowCopies = Tr::kRowsPerCta * 2 / 16;
+  if (role != RowRole::kM && tid < nb * kRowCopies) {
+    const int tb = tid / kRowCopies, part = tid % kRowCopies;
+    const uint16_t* x = role == RowRole::kE ? a.d_o : a.v;
+    CpAsync<16>(&b.x[tb][8 * part], x + ((t0 + tb) * H + h) * kDim + row0 + 8 * part);
+  }
+  CpAsyncCommit();
 }
 
 // One token of the gradient's recurrence on one row, in the backward's operations: G += sdo qh,
@@ -146,11 +138,11 @@ __device__ __forceinline__ void RowAdjointStep(double (&G)[kRowPairs][2], const 
 }
 
 template <RowLaunch kLaunch>
-__global__ void __launch_bounds__(RowTraits::kThreads, 2)
+__global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
     KdaRowPassKernel(const __grid_constant__ SeqBwdArgs a) {
   using Tr = RowTraits;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  RowBatch* sm = reinterpret_cast<RowBatch*>(smem_raw);  // two buffers
+  RowBatch<kLaunch>* sm = reinterpret_cast<RowBatch<kLaunch>*>(smem_raw);  // two buffers
   constexpr int ctas = CtasPerSlot(kLaunch);
   const int cta = blockIdx.x % ctas;
   const int64_t slot = blockIdx.x / ctas;
@@ -159,7 +151,6 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
   const int64_t H = a.s.H;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const bool compute = warp < Tr::kComputeWarps;
 
   int64_t n, bos, eos, seg;
   if (!LocateSlot(a.s, slot, a.s.segment, &n, &bos, &eos, &seg)) return;  // a gap
@@ -181,17 +172,14 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
   };
   auto checkpoint = [&](int64_t t0) { return CheckpointAt(a.checkpoints, bos, n, t0, H, h); };
 
-  // Compute warps: rows and state. Lane col owns the double2 columns col + kRowLanes * i.
+  // Rows and state: lane col owns the double2 columns col + kRowLanes * i of row `row`.
   const int row0 = (cta % Tr::kCtasPerMatrix) * Tr::kRowsPerCta;
-  const int rloc = (warp % Tr::kComputeWarps) * Tr::kRowsPerWarp + lane / kRowLanes;
+  const int rloc = warp * Tr::kRowsPerWarp + lane / kRowLanes;
   const int row = row0 + rloc;
   const int col = lane % kRowLanes;
+  if (batches > 0) CopyBatch(a, role, batch_t0(0), batch_len(0), row0, h, sm[0]);
   double S[kRowPairs][2];
-  // Prep warps: the loads of the batch after next.
-  const int pw = warp - Tr::kComputeWarps;
-  PrepRegs regs{};
-
-  if (compute) {
+  {
     // The recompute pass starts from the forward scan's state at the segment's first checkpoint;
     // the transitions from zero (B, E) or the identity (M).
     const double2* src = reinterpret_cast<const double2*>(checkpoint(sbeg) + int64_t(row) * kDim);
@@ -207,51 +195,46 @@ __global__ void __launch_bounds__(RowTraits::kThreads, 2)
         S[i][1] = role == RowRole::kM && c0 + 1 == row ? 1.0 : 0.0;
       }
     }
-  } else {
-    if (batches > 0) {
-      LoadBatch(a, role, batch_t0(0), batch_len(0), pw, row0, h, &regs);
-      StoreBatch(regs, reverse, batch_len(0), pw, sm[0]);
-    }
-    if (batches > 1) LoadBatch(a, role, batch_t0(1), batch_len(1), pw, row0, h, &regs);
   }
+  CpAsyncWait<0>();
   __syncthreads();
 
   const double scale = a.s.scale;
   for (int64_t b = 0; b < batches; ++b) {
     const int64_t t0 = batch_t0(b);
-    if (compute) {
-      const RowBatch& cur = sm[b & 1];
-      const int nb = batch_len(b);
-      if constexpr (reverse) {
-        for (int tb = nb - 1; tb >= 0; --tb) {
-          RowAdjointStep(S, cur.d[tb], cur.kh[tb], cur.qh[tb], col, scale * cur.x[tb][rloc],
-                         cur.bt[tb]);
-        }
-      } else {
-        const bool recompute = role == RowRole::kRecompute;
-        if (recompute && t0 != sbeg && (t0 - bos) % kda_layout::kCheckpointInterval == 0) {
-          double2* dst = reinterpret_cast<double2*>(checkpoint(t0) + int64_t(row) * kDim);
+    // The other buffer was last read in batch b - 1, before the barrier that ended it.
+    if (b + 1 < batches)
+      CopyBatch(a, role, batch_t0(b + 1), batch_len(b + 1), row0, h, sm[(b + 1) & 1]);
+    const RowBatch<kLaunch>& cur = sm[b & 1];
+    const int nb = batch_len(b);
+    if constexpr (reverse) {
+      for (int tb = nb - 1; tb >= 0; --tb) {
+        RowAdjointStep(S, cur.vec[tb][kda_layout::kTokD], cur.vec[tb][kda_layout::kTokKh],
+                       cur.vec[tb][kda_layout::kTokQh], col, scale * Bf16(cur.x[tb][rloc]),
+                       cur.bt[tb]);
+      }
+    } else {
+      const bool recompute = role == RowRole::kRecompute;
+      if (recompute && t0 != sbeg && (t0 - bos) % kda_layout::kCheckpointInterval == 0) {
+        double2* dst = reinterpret_cast<double2*>(checkpoint(t0) + int64_t(row) * kDim);
 #pragma unroll
-          for (int i = 0; i < kRowPairs; ++i) {
-            dst[col + kRowLanes * i] = make_double2(S[i][0], S[i][1]);
-          }
-        }
-        for (int tb = 0; tb < nb; ++tb) {
-          const double w = RowForwardStep(S, cur.d[tb], cur.kh[tb], col,
-                                          static_cast<double>(cur.x[tb][rloc]), cur.bt[tb]);
-          if (recompute && col == 0) a.residual[((t0 + tb) * H + h) * kDim + row] = w;
+        for (int i = 0; i < kRowPairs; ++i) {
+          dst[col + kRowLanes * i] = make_double2(S[i][0], S[i][1]);
         }
       }
-    } else if (b + 1 < batches) {
-      StoreBatch(regs, reverse, batch_len(b + 1), pw, sm[(b + 1) & 1]);
-      if (b + 2 < batches) {
-        LoadBatch(a, role, batch_t0(b + 2), batch_len(b + 2), pw, row0, h, &regs);
+      for (int tb = 0; tb < nb; ++tb) {
+        const float v = role == RowRole::kM ? 0.f : Bf16(cur.x[tb][rloc]);
+        const double w =
+            RowForwardStep(S, cur.vec[tb][kda_layout::kTokD], cur.vec[tb][kda_layout::kTokKh], col,
+                           static_cast<double>(v), cur.bt[tb]);
+        if (recompute && col == 0) a.residual[((t0 + tb) * H + h) * kDim + row] = w;
       }
     }
+    CpAsyncWait<0>();
     __syncthreads();
   }
 
-  if (!compute || role == RowRole::kRecompute) return;
+  if (role == RowRole::kRecompute) return;
   // B goes where the next segment's start state will be (the forward scan turns it into that
   // state in place); M and E to the segment's own slot.
   double* dst = role == RowRole::kB   ? checkpoint(send)
@@ -275,16 +258,16 @@ __global__ void __launch_bounds__(kTokenPassWarps * 32)
   if (t >= a.s.total_tokens) return;
   const double exp_a = exp(static_cast<double>(a.A_log[h]));
   const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
-  const TokenCost64 c =
-      ComputeTokenCost64(LoadToken(a.q, a.k, a.g, a.beta, t, H, h), dtb, exp_a, a.s.lower_bound);
   const int64_t th = t * H + h;
-  double2* dp = reinterpret_cast<double2*>(a.tok_d + th * kDim) + 2 * lane;
-  dp[0] = make_double2(c.d[0], c.d[1]);
-  dp[1] = make_double2(c.d[2], c.d[3]);
+  double* vec = a.tok_vec + th * kda_layout::kTokenVectors * kDim;
+  const TokenScalars64 ts =
+      ComputeToken64(LoadToken(a.q, a.k, a.g, a.beta, t, H, h), dtb, exp_a, a.s.lower_bound,
+                     vec + kda_layout::kTokKh * kDim, vec + kda_layout::kTokQh * kDim,
+                     vec + kda_layout::kTokD * kDim);
   if (lane == 0) {
-    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kTokenScalars);
-    sp[0] = make_double2(c.s.rq, c.s.rk);
-    sp[1] = make_double2(c.s.bt, 0.0);
+    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kda_layout::kTokenScalars);
+    sp[0] = make_double2(ts.rq, ts.rk);
+    sp[1] = make_double2(ts.bt, 0.0);
   }
 }
 
@@ -292,7 +275,7 @@ __global__ void __launch_bounds__(kTokenPassWarps * 32)
 
 template <RowLaunch kLaunch>
 Status LaunchRowKernel(const SeqBwdArgs& a, int64_t slots, const char* what, cudaStream_t stream) {
-  constexpr int kSmem = static_cast<int>(2 * sizeof(RowBatch));
+  constexpr int kSmem = static_cast<int>(2 * sizeof(RowBatch<kLaunch>));
   static std::atomic<uint64_t> done{0};
   const Status attr = AllowSmem(KdaRowPassKernel<kLaunch>, kSmem, &done, what);
   if (!attr.ok()) return attr;
