@@ -5,7 +5,7 @@
 //
 // Documents are cut into segments (kda_layout::SegmentLength) that run in parallel. In order on
 // the caller's stream:
-//  0. the token pass (kda_row_pass.cu): every token's FP64 vectors (kh, d, qh) and scalars, once;
+//  0. the token pass (kda_row_pass.cu): every token's FP64 decays and scalars, once;
 //  1. the segment transitions (kda_row_pass.cu), then FP64 scans (kda_segment.cu) that give each
 //     segment's start state and the state gradient at its end;
 //  2. the recompute pass (kda_row_pass.cu), per segment from its start state, saves the state at
@@ -26,7 +26,6 @@
 
 #include <atomic>
 
-#include "cp_async.cuh"
 #include "kda_chunked_backward.cuh"
 #include "kda_cluster_launch.cuh"
 #include "kda_common.cuh"
@@ -88,7 +87,7 @@ struct BwdArgs {
   const float* A_log;
   const float* dt_bias;
   const uint16_t* d_o;
-  const double* tok_vec;  // the token pass's vectors and scalars (kda_row_pass.cu)
+  const double* tok_d;  // the token pass's decays and scalars (kda_row_pass.cu)
   const double* tok_s;
   const double* checkpoints;
   const double* residual;
@@ -188,26 +187,14 @@ __global__ void __cluster_dims__(BwdTraits::kClusterSize, 1, 1)
     const int64_t tc0 = sbeg + c * Tr::kChunk;
     const int nc = static_cast<int>(min(int64_t{Tr::kChunk}, send - tc0));
     __syncthreads();  // the previous chunk's vectors are no longer read
-    {
-      constexpr int kChunks16 = kDim * 8 / 16;  // 16-byte copies per 128-vector
-      constexpr int kPerToken = static_cast<int>(kda_layout::kTokenVectors) * kChunks16;
-      for (int i = tid; i < nc * kPerToken; i += Tr::kThreads) {
-        const int tb = i / kPerToken, v = i % kPerToken / kChunks16, e = i % kChunks16;
-        double* dst = v == kda_layout::kTokKh  ? sm.kh[tb]
-                      : v == kda_layout::kTokD ? sm.d[tb]
-                                               : sm.qh[tb];
-        CpAsync<16>(
-            dst + 2 * e,
-            a.tok_vec + (((tc0 + tb) * H + h) * kda_layout::kTokenVectors + v) * kDim + 2 * e);
+    for (int tb = warp; tb < nc; tb += Tr::kThreads / 32) {
+      const RawToken64 r = LoadToken64(a.q, a.k, a.tok_d, a.tok_s, tc0 + tb, H, h);
+      StoreToken64(r, sm.kh[tb], sm.qh[tb], sm.d[tb]);
+      if (lane == 0) {
+        sm.bt[tb] = r.s.bt;
+        sm.rq[tb] = r.s.rq;
+        sm.rk[tb] = r.s.rk;
       }
-      CpAsyncCommit();
-      for (int tb = tid; tb < nc; tb += Tr::kThreads) {
-        const double* ts = a.tok_s + ((tc0 + tb) * H + h) * kda_layout::kTokenScalars;
-        sm.rq[tb] = ts[0];
-        sm.rk[tb] = ts[1];
-        sm.bt[tb] = ts[2];
-      }
-      CpAsyncWait<0>();
     }
     __syncthreads();
     for (int idx = tid; idx < nc * Tr::kRowsPerCta; idx += Tr::kThreads) {
@@ -447,7 +434,7 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
   f.dfinal_state = p.dfinal_state;
   f.checkpoints = reinterpret_cast<double*>(ws + layout.checkpoints);
   f.residual = reinterpret_cast<double*>(ws + layout.residual);
-  f.tok_vec = reinterpret_cast<double*>(ws + layout.tok_vec);
+  f.tok_d = reinterpret_cast<double*>(ws + layout.tok_d);
   f.tok_s = reinterpret_cast<double*>(ws + layout.tok_s);
   f.seg_map = reinterpret_cast<double*>(ws + layout.seg_map);
   f.seg_grad = reinterpret_cast<double*>(ws + layout.seg_grad);
@@ -493,7 +480,7 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
     b.A_log = p.A_log;
     b.dt_bias = p.dt_bias;
     b.d_o = p.d_o;
-    b.tok_vec = f.tok_vec;
+    b.tok_d = f.tok_d;
     b.tok_s = f.tok_s;
     b.checkpoints = f.checkpoints;
     b.residual = f.residual;

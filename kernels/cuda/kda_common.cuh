@@ -180,7 +180,7 @@ __device__ __forceinline__ RawToken LoadToken(const uint16_t* q, const uint16_t*
 // norms rq, rk (warp sums) and the log-decays gl = lower_bound * sigmoid(A (g + dt_bias)). db is
 // this lane's dt_bias[h, 4l .. 4l+3]. One definition, so that the chunked kernels (the
 // preparation and the chunked backward's per-chunk pass) agree bit for bit. It uses the SFU's
-// sigmoid and reciprocal square root; the sequential kernels use ComputeToken64 instead.
+// sigmoid and reciprocal square root; the sequential kernels use ComputeTokenCost64 instead.
 struct TokenLane {
   float qf[4], kf[4], gl[4];
   float rq, rk;
@@ -223,44 +223,87 @@ struct TokenScalars64 {
   double rq, rk, bt;
 };
 
-// Writes kh, qh and the decay d = exp(gl) (128 doubles each) of one token in FP64 from its raw
-// BF16 / FP32 inputs, and returns the token's scalars. db is this lane's dt_bias[h, 4l .. 4l+3];
-// qh may be null. Only the token pass (kda_row_pass.cu, KdaTokenPassKernel) calls it, once per
-// (token, head), into the workspace; the row passes and the backward kernel copy its vectors, so
-// they agree bit for bit.
-__device__ __forceinline__ TokenScalars64 ComputeToken64(const RawToken& r, float4 db, double exp_a,
-                                                         double lower_bound, double* kh, double* qh,
-                                                         double* d) {
-  const int lane = threadIdx.x & 31;
+// The FP64 values of one token that cost: lane l's four decays d = exp(gl) (k = 4l .. 4l+3) and
+// the token's scalars, from its raw BF16 / FP32 inputs; db is this lane's dt_bias[h, 4l .. 4l+3].
+// Only the token pass (kda_row_pass.cu, KdaTokenPassKernel) computes them, once per (token, head),
+// into the workspace; the row passes and the backward kernel read them (LoadToken64), so they
+// agree bit for bit.
+struct TokenCost64 {
+  double d[4];
+  TokenScalars64 s;
+};
+__device__ __forceinline__ TokenCost64 ComputeTokenCost64(const RawToken& r, float4 db,
+                                                          double exp_a, double lower_bound) {
   const double dtb[4] = {db.x, db.y, db.z, db.w};
   double gf[4], qf[4], kf[4];
   UnpackBf16x4(r.g, gf);
   UnpackBf16x4(r.q, qf);
   UnpackBf16x4(r.k, kf);
-  double sq = 0.0, sk = 0.0, dv[4];
+  double sq = 0.0, sk = 0.0;
+  TokenCost64 c;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     sq = fma(qf[i], qf[i], sq);
     sk = fma(kf[i], kf[i], sk);
     const double z = exp_a * (gf[i] + dtb[i]);
-    dv[i] = exp(lower_bound / (1.0 + exp(-z)));
+    c.d[i] = exp(lower_bound / (1.0 + exp(-z)));
   }
-  TokenScalars64 ts;
-  ts.rq = 1.0 / sqrt(WarpSum(sq) + 1e-6);
-  ts.rk = 1.0 / sqrt(WarpSum(sk) + 1e-6);
-  ts.bt = 1.0 / (1.0 + exp(-static_cast<double>(r.beta)));
+  c.s.rq = 1.0 / sqrt(WarpSum(sq) + 1e-6);
+  c.s.rk = 1.0 / sqrt(WarpSum(sk) + 1e-6);
+  c.s.bt = 1.0 / (1.0 + exp(-static_cast<double>(r.beta)));
+  return c;
+}
+
+// The token pass's output per (token, head): tok_d FP64 [tokens, H, 128] (the decays) and tok_s
+// FP64 [tokens, H, kTokenScalars] (rq, rk, bt, 0).
+constexpr int64_t kTokenScalars = kda_layout::kTokenScalars;
+static_assert(kTokenScalars == 4, "rq, rk and bt, two double2 loads");
+
+// What a sequential kernel reads of one token, lane l holding k = 4l .. 4l+3: raw q and k, and
+// the token pass's decays and scalars (every lane the scalars: kh and qh need them).
+struct RawToken64 {
+  uint2 q, k;
+  double2 d01, d23;
+  TokenScalars64 s;
+};
+__device__ __forceinline__ RawToken64 LoadToken64(const uint16_t* q, const uint16_t* k,
+                                                  const double* tok_d, const double* tok_s,
+                                                  int64_t t, int64_t H, int64_t h) {
+  const int lane = threadIdx.x & 31;
+  const int64_t th = t * H + h;
+  RawToken64 r;
+  r.q = *reinterpret_cast<const uint2*>(q + th * kDim + 4 * lane);
+  r.k = *reinterpret_cast<const uint2*>(k + th * kDim + 4 * lane);
+  const double2* dp = reinterpret_cast<const double2*>(tok_d + th * kDim) + 2 * lane;
+  r.d01 = dp[0];
+  r.d23 = dp[1];
+  const double2* sp = reinterpret_cast<const double2*>(tok_s + th * kTokenScalars);
+  const double2 s01 = sp[0];
+  r.s.rq = s01.x;
+  r.s.rk = s01.y;
+  r.s.bt = tok_s[th * kTokenScalars + 2];
+  return r;
+}
+
+// Writes kh = k rk, qh = q rq (qh may be null: the forward walks need none) and d, 128 doubles
+// each, of one token into shared memory.
+__device__ __forceinline__ void StoreToken64(const RawToken64& r, double* kh, double* qh,
+                                             double* d) {
+  const int lane = threadIdx.x & 31;
+  double qf[4], kf[4];
+  UnpackBf16x4(r.q, qf);
+  UnpackBf16x4(r.k, kf);
   double2* khp = reinterpret_cast<double2*>(kh) + 2 * lane;
-  double2* dp = reinterpret_cast<double2*>(d) + 2 * lane;
-  khp[0] = make_double2(kf[0] * ts.rk, kf[1] * ts.rk);
-  khp[1] = make_double2(kf[2] * ts.rk, kf[3] * ts.rk);
+  khp[0] = make_double2(kf[0] * r.s.rk, kf[1] * r.s.rk);
+  khp[1] = make_double2(kf[2] * r.s.rk, kf[3] * r.s.rk);
   if (qh != nullptr) {
     double2* qhp = reinterpret_cast<double2*>(qh) + 2 * lane;
-    qhp[0] = make_double2(qf[0] * ts.rq, qf[1] * ts.rq);
-    qhp[1] = make_double2(qf[2] * ts.rq, qf[3] * ts.rq);
+    qhp[0] = make_double2(qf[0] * r.s.rq, qf[1] * r.s.rq);
+    qhp[1] = make_double2(qf[2] * r.s.rq, qf[3] * r.s.rq);
   }
-  dp[0] = make_double2(dv[0], dv[1]);
-  dp[1] = make_double2(dv[2], dv[3]);
-  return ts;
+  double2* dp = reinterpret_cast<double2*>(d) + 2 * lane;
+  dp[0] = r.d01;
+  dp[1] = r.d23;
 }
 
 // The state step S <- S * d + u * kh, spelled out so that no compiler contraction choice can
@@ -490,9 +533,8 @@ struct FwdArgs : FwdInputs {
 // (kda_segment.cu). Workspace regions as kda_layout::BwdLayout names them.
 struct SeqBwdArgs : FwdInputs {
   const uint16_t* d_o;
-  double* tok_vec;            // [total_tokens, H, kda_layout::kTokenVectors, 128]: the token
-                              // pass's kh, d, qh
-  double* tok_s;              // [total_tokens, H, kda_layout::kTokenScalars]: its rq, rk, bt
+  double* tok_d;              // [total_tokens, H, 128]: the token pass's decays
+  double* tok_s;              // [total_tokens, H, kTokenScalars]: its rq, rk, bt
   const float* dfinal_state;  // nullable: zeros
   double* checkpoints;        // [slots, H, 128, 128]
   double* residual;           // [total_tokens, H, 128]
@@ -508,7 +550,7 @@ enum class RowPass {
 
 Status LaunchRowPass(const SeqBwdArgs& a, RowPass pass, cudaStream_t stream);
 
-// The token pass: every token's FP64 vectors and scalars (ComputeToken64) into tok_vec, tok_s.
+// The token pass: every token's decays and scalars (ComputeTokenCost64) into tok_d and tok_s.
 Status LaunchTokenPass(const SeqBwdArgs& a, cudaStream_t stream);
 
 // The forward and reverse scans over each (document, head)'s segments: every segment's start

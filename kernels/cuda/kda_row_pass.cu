@@ -15,14 +15,17 @@
 //    what the scans read is computed: no B of a document's last segment, no E of its first,
 //    nothing for a one-segment document.
 //
-// The token pass (KdaTokenPassKernel, first on the stream) computes each token's FP64 vectors
-// (kh, d, qh) and scalars once per (token, head) into the workspace. Every CTA of the row passes
-// and of the backward kernel (40 per segment and head) used to compute them itself, on prep warps
-// beside the walk whose exponentials were ~half of the row passes' issue slots (ncu, twenty-sixth
-// session). Now a CTA is its walking warps alone: they copy batch b+1's vectors into the other
-// shared-memory buffer (cp.async) while they walk batch b; one barrier per batch. Without prep
-// warps four CTAs fit an SM instead of two, twice the warps to hide the walk's latency chain
-// (shared loads, then a shuffle reduction, per token).
+// The token pass (KdaTokenPassKernel, first on the stream) computes each token's FP64 decays and
+// scalars once per (token, head) into the workspace. Every CTA of the row passes and of the
+// backward kernel (40 per segment and head) used to compute them itself, on prep warps beside the
+// walk whose exponentials were ~half of the row passes' issue slots (ncu, twenty-sixth session).
+// Now a CTA is its walking warps alone: they copy batch b+1's decays, raw keys (and queries) and
+// scalars (cp.async) while they walk batch b, and turn the raw keys into kh (k rk) before walking
+// a batch; two barriers per batch. Without prep warps four CTAs fit an SM instead of two, twice
+// the warps to hide the walk's latency chain (shared loads, then a shuffle reduction, per token).
+// (Storing kh and qh from the token pass as well was ~4% faster still at one head and 9% at two,
+// but grew the workspace by 3 KB a token and head, 1.5x, for every caller: the shape-only size
+// query covers both algorithms.)
 #include <atomic>
 
 #include "cp_async.cuh"
@@ -40,11 +43,10 @@ struct RowTraits {
   static constexpr int kRowsPerCta = kWarps * kRowsPerWarp;
   static constexpr int kCtasPerMatrix = kDim / kRowsPerCta;
   static constexpr int kTokenBatch = 8;
-  static constexpr int kChunks16 = kDim * 8 / 16;  // 16-byte copies per 128-vector
   static_assert(kDim % kRowsPerCta == 0, "rows must split evenly over CTAs");
   static_assert(kda_layout::kCheckpointInterval % kTokenBatch == 0,
                 "checkpoints are taken at token-batch starts");
-  static_assert(kTokenBatch <= kThreads, "one thread per token's beta");
+
   static_assert(kRowsPerCta * 2 % 16 == 0, "a token's v or do rows are whole 16-byte copies");
 };
 
@@ -70,16 +72,31 @@ __device__ __forceinline__ RowRole RoleOf(RowLaunch l, int cta) {
   }
 }
 
-// One batch of tokens in shared memory: the token pass's vectors as it stores them (kh, d, then
-// qh for the backward walk), beta, and this CTA's rows of v (kRecompute, kB) or do (kE), BF16.
+// One batch of tokens in shared memory: the token pass's decays, the raw BF16 keys (and queries,
+// for the backward walk) and scalars (rq, rk, bt, 0), and this CTA's rows of v (kRecompute, kB)
+// or do (kE), BF16. Double-buffered: the copies of batch b+1 land in the other one.
 template <RowLaunch kLaunch>
 struct RowBatch {
-  static constexpr int kVecs = kLaunch == RowLaunch::kE ? 3 : 2;
-  static_assert(kda_layout::kTokKh == 0 && kda_layout::kTokD == 1 && kda_layout::kTokQh == 2,
-                "a forward walk copies the first two vectors, the backward walk all three");
-  double vec[RowTraits::kTokenBatch][kVecs][kDim];
-  double bt[RowTraits::kTokenBatch];
+  static constexpr bool kQ = kLaunch == RowLaunch::kE;
+  static constexpr int kRaw = kQ ? 2 : 1;  // k, then q
+  double d[RowTraits::kTokenBatch][kDim];
+  double sc[RowTraits::kTokenBatch][kda_layout::kTokenScalars];
+  uint16_t raw[kRaw][RowTraits::kTokenBatch][kDim];
   uint16_t x[RowTraits::kTokenBatch][RowTraits::kRowsPerCta];
+};
+
+// kh and qh of the batch being walked (StoreToken64's products), single-buffered: made from the
+// batch's raw keys after its copies land, read by the walk.
+template <RowLaunch kLaunch>
+struct RowVecs {
+  double kh[RowTraits::kTokenBatch][kDim];
+  double qh[RowBatch<kLaunch>::kQ ? RowTraits::kTokenBatch : 1][kDim];
+};
+
+template <RowLaunch kLaunch>
+struct RowSmem {
+  RowBatch<kLaunch> batch[2];
+  RowVecs<kLaunch> vecs;
 };
 
 // Issues (and commits) the copies of batch [t0, t0 + nb) into b.
@@ -87,17 +104,25 @@ template <RowLaunch kLaunch>
 __device__ __forceinline__ void CopyBatch(const SeqBwdArgs& a, RowRole role, int64_t t0, int nb,
                                           int row0, int64_t h, RowBatch<kLaunch>& b) {
   using Tr = RowTraits;
-  constexpr int kVecs = RowBatch<kLaunch>::kVecs;
-  constexpr int kPerToken = kVecs * Tr::kChunks16;
+  constexpr int kRaw = RowBatch<kLaunch>::kRaw;
+  constexpr int kDChunks = kDim * 8 / 16, kRawChunks = kDim * 2 / 16, kScChunks = 2;
+  constexpr int kPerToken = kDChunks + kRaw * kRawChunks + kScChunks;
   const int64_t H = a.s.H;
   const int tid = threadIdx.x;
   for (int i = tid; i < nb * kPerToken; i += Tr::kThreads) {
-    const int tb = i / kPerToken, e = i % kPerToken;
-    const double* src = a.tok_vec + ((t0 + tb) * H + h) * kda_layout::kTokenVectors * kDim;
-    CpAsync<16>(&b.vec[tb][0][0] + 2 * e, src + 2 * e);
-  }
-  if (tid < nb) {
-    CpAsync<8>(&b.bt[tid], a.tok_s + ((t0 + tid) * H + h) * kda_layout::kTokenScalars + 2);
+    const int tb = i / kPerToken;
+    int e = i % kPerToken;
+    const int64_t th = (t0 + tb) * H + h;
+    if (e < kDChunks) {
+      CpAsync<16>(&b.d[tb][2 * e], a.tok_d + th * kDim + 2 * e);
+    } else if ((e -= kDChunks) < kRaw * kRawChunks) {
+      const uint16_t* src = e < kRawChunks ? a.k : a.q;
+      const int r = e / kRawChunks, c = e % kRawChunks;
+      CpAsync<16>(&b.raw[r][tb][8 * c], src + th * kDim + 8 * c);
+    } else {
+      e -= kRaw * kRawChunks;
+      CpAsync<16>(&b.sc[tb][2 * e], a.tok_s + th * kda_layout::kTokenScalars + 2 * e);
+    }
   }
   constexpr int kRowCopies = Tr::kRowsPerCta * 2 / 16;
   if (role != RowRole::kM && tid < nb * kRowCopies) {
@@ -106,6 +131,22 @@ __device__ __forceinline__ void CopyBatch(const SeqBwdArgs& a, RowRole role, int
     CpAsync<16>(&b.x[tb][8 * part], x + ((t0 + tb) * H + h) * kDim + row0 + 8 * part);
   }
   CpAsyncCommit();
+}
+
+// kh = k rk (and qh = q rq) of the batch in b, into v, four channels a thread at a time.
+template <RowLaunch kLaunch>
+__device__ __forceinline__ void MakeVecs(const RowBatch<kLaunch>& b, int nb, RowVecs<kLaunch>& v) {
+  constexpr int kRaw = RowBatch<kLaunch>::kRaw;
+  for (int i = threadIdx.x; i < kRaw * nb * (kDim / 4); i += RowTraits::kThreads) {
+    const int r = i / (nb * (kDim / 4)), rem = i % (nb * (kDim / 4));
+    const int tb = rem / (kDim / 4), c = 4 * (rem % (kDim / 4));
+    double f[4];
+    UnpackBf16x4(*reinterpret_cast<const uint2*>(&b.raw[r][tb][c]), f);
+    const double s = b.sc[tb][r == 0 ? 1 : 0];  // rk for keys, rq for queries
+    double* dst = r == 0 ? &v.kh[tb][c] : &v.qh[tb][c];
+    reinterpret_cast<double2*>(dst)[0] = make_double2(f[0] * s, f[1] * s);
+    reinterpret_cast<double2*>(dst)[1] = make_double2(f[2] * s, f[3] * s);
+  }
 }
 
 // One token of the gradient's recurrence on one row, in the backward's operations: G += sdo qh,
@@ -142,7 +183,7 @@ __global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
     KdaRowPassKernel(const __grid_constant__ SeqBwdArgs a) {
   using Tr = RowTraits;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  RowBatch<kLaunch>* sm = reinterpret_cast<RowBatch<kLaunch>*>(smem_raw);  // two buffers
+  RowSmem<kLaunch>& sm = *reinterpret_cast<RowSmem<kLaunch>*>(smem_raw);
   constexpr int ctas = CtasPerSlot(kLaunch);
   const int cta = blockIdx.x % ctas;
   const int64_t slot = blockIdx.x / ctas;
@@ -177,7 +218,7 @@ __global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
   const int rloc = warp * Tr::kRowsPerWarp + lane / kRowLanes;
   const int row = row0 + rloc;
   const int col = lane % kRowLanes;
-  if (batches > 0) CopyBatch(a, role, batch_t0(0), batch_len(0), row0, h, sm[0]);
+  if (batches > 0) CopyBatch(a, role, batch_t0(0), batch_len(0), row0, h, sm.batch[0]);
   double S[kRowPairs][2];
   {
     // The recompute pass starts from the forward scan's state at the segment's first checkpoint;
@@ -202,16 +243,18 @@ __global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
   const double scale = a.s.scale;
   for (int64_t b = 0; b < batches; ++b) {
     const int64_t t0 = batch_t0(b);
-    // The other buffer was last read in batch b - 1, before the barrier that ended it.
-    if (b + 1 < batches)
-      CopyBatch(a, role, batch_t0(b + 1), batch_len(b + 1), row0, h, sm[(b + 1) & 1]);
-    const RowBatch<kLaunch>& cur = sm[b & 1];
+    const RowBatch<kLaunch>& cur = sm.batch[b & 1];
     const int nb = batch_len(b);
+    MakeVecs(cur, nb, sm.vecs);
+    __syncthreads();  // kh (qh) complete
+    // The other buffer was last read in batch b - 1, before the barrier that ended it.
+    if (b + 1 < batches) {
+      CopyBatch(a, role, batch_t0(b + 1), batch_len(b + 1), row0, h, sm.batch[(b + 1) & 1]);
+    }
     if constexpr (reverse) {
       for (int tb = nb - 1; tb >= 0; --tb) {
-        RowAdjointStep(S, cur.vec[tb][kda_layout::kTokD], cur.vec[tb][kda_layout::kTokKh],
-                       cur.vec[tb][kda_layout::kTokQh], col, scale * Bf16(cur.x[tb][rloc]),
-                       cur.bt[tb]);
+        RowAdjointStep(S, cur.d[tb], sm.vecs.kh[tb], sm.vecs.qh[tb], col,
+                       scale * Bf16(cur.x[tb][rloc]), cur.sc[tb][2]);
       }
     } else {
       const bool recompute = role == RowRole::kRecompute;
@@ -224,14 +267,13 @@ __global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
       }
       for (int tb = 0; tb < nb; ++tb) {
         const float v = role == RowRole::kM ? 0.f : Bf16(cur.x[tb][rloc]);
-        const double w =
-            RowForwardStep(S, cur.vec[tb][kda_layout::kTokD], cur.vec[tb][kda_layout::kTokKh], col,
-                           static_cast<double>(v), cur.bt[tb]);
+        const double w = RowForwardStep(S, cur.d[tb], sm.vecs.kh[tb], col, static_cast<double>(v),
+                                        cur.sc[tb][2]);
         if (recompute && col == 0) a.residual[((t0 + tb) * H + h) * kDim + row] = w;
       }
     }
     CpAsyncWait<0>();
-    __syncthreads();
+    __syncthreads();  // batch b + 1 landed; kh (qh) and this buffer no longer read
   }
 
   if (role == RowRole::kRecompute) return;
@@ -258,16 +300,16 @@ __global__ void __launch_bounds__(kTokenPassWarps * 32)
   if (t >= a.s.total_tokens) return;
   const double exp_a = exp(static_cast<double>(a.A_log[h]));
   const float4 dtb = reinterpret_cast<const float4*>(a.dt_bias + h * kDim)[lane];
+  const TokenCost64 c =
+      ComputeTokenCost64(LoadToken(a.q, a.k, a.g, a.beta, t, H, h), dtb, exp_a, a.s.lower_bound);
   const int64_t th = t * H + h;
-  double* vec = a.tok_vec + th * kda_layout::kTokenVectors * kDim;
-  const TokenScalars64 ts =
-      ComputeToken64(LoadToken(a.q, a.k, a.g, a.beta, t, H, h), dtb, exp_a, a.s.lower_bound,
-                     vec + kda_layout::kTokKh * kDim, vec + kda_layout::kTokQh * kDim,
-                     vec + kda_layout::kTokD * kDim);
+  double2* dp = reinterpret_cast<double2*>(a.tok_d + th * kDim) + 2 * lane;
+  dp[0] = make_double2(c.d[0], c.d[1]);
+  dp[1] = make_double2(c.d[2], c.d[3]);
   if (lane == 0) {
-    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kda_layout::kTokenScalars);
-    sp[0] = make_double2(ts.rq, ts.rk);
-    sp[1] = make_double2(ts.bt, 0.0);
+    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kTokenScalars);
+    sp[0] = make_double2(c.s.rq, c.s.rk);
+    sp[1] = make_double2(c.s.bt, 0.0);
   }
 }
 
@@ -275,7 +317,7 @@ __global__ void __launch_bounds__(kTokenPassWarps * 32)
 
 template <RowLaunch kLaunch>
 Status LaunchRowKernel(const SeqBwdArgs& a, int64_t slots, const char* what, cudaStream_t stream) {
-  constexpr int kSmem = static_cast<int>(2 * sizeof(RowBatch<kLaunch>));
+  constexpr int kSmem = static_cast<int>(sizeof(RowSmem<kLaunch>));
   static std::atomic<uint64_t> done{0};
   const Status attr = AllowSmem(KdaRowPassKernel<kLaunch>, kSmem, &done, what);
   if (!attr.ok()) return attr;

@@ -62,18 +62,14 @@ constexpr int64_t SegmentSlots(int64_t total_tokens, int64_t docs, int64_t len =
   return total_tokens / len + docs + 1;
 }
 
-// What the sequential backward's token pass keeps per (token, head): three FP64 128-vectors, kh, d
-// and qh in this order (the forward walks copy the first two only), and the FP64 scalars rq, rk,
-// bt and a pad to 32 bytes.
-constexpr int64_t kTokenVectors = 3;
-constexpr int64_t kTokKh = 0, kTokD = 1, kTokQh = 2;
+// Per-token FP64 scalars the sequential backward's token pass keeps (rq, rk, bt and a pad to 32
+// bytes).
 constexpr int64_t kTokenScalars = 4;
 
 struct BwdLayout {
   int64_t checkpoints = 0;     // FP64 [slots, H, 128, 128]
   int64_t residual = 0;        // FP64 [total_tokens, H, 128]: w = v - S_decayed kh, per token
-  int64_t tok_vec = 0;         // FP64 [total_tokens, H, kTokenVectors, 128]: the token pass's
-                               // kh, d, qh
+  int64_t tok_d = 0;           // FP64 [total_tokens, H, 128]: the token pass's decays
   int64_t tok_s = 0;           // FP64 [total_tokens, H, kTokenScalars]: its rq, rk, bt
   int64_t seg_map = 0;         // FP64 [segment slots, H, 128, 128]: M, the segment's state map
   int64_t seg_grad = 0;        // FP64 [segment slots, H, 128, 128]: E, then the state gradient
@@ -93,8 +89,8 @@ constexpr BwdLayout MakeBwdLayout(int64_t B, int64_t T, int64_t H, int64_t num_d
   off += AlignUp(CheckpointSlots(tokens, docs) * H * kDim * kDim * 8);
   l.residual = off;
   off += AlignUp(tokens * H * kDim * 8);
-  l.tok_vec = off;
-  off += AlignUp(tokens * H * kTokenVectors * kDim * 8);
+  l.tok_d = off;
+  off += AlignUp(tokens * H * kDim * 8);
   l.tok_s = off;
   off += AlignUp(tokens * H * kTokenScalars * 8);
   l.seg_map = off;

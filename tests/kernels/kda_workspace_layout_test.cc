@@ -72,7 +72,7 @@ TEST(KdaWorkspaceLayout, SequentialBackwardRegionsFitAndDoNotOverlap) {
     ExpectRegions(
         {{l.checkpoints, L::CheckpointSlots(s.B * s.T, docs) * s.H * L::kDim * L::kDim * 8},
          {l.residual, s.B * s.T * s.H * L::kDim * 8},
-         {l.tok_vec, s.B * s.T * s.H * L::kTokenVectors * L::kDim * 8},
+         {l.tok_d, s.B * s.T * s.H * L::kDim * 8},
          {l.tok_s, s.B * s.T * s.H * L::kTokenScalars * 8},
          {l.seg_map, segs * s.H * L::kDim * L::kDim * 8},
          {l.seg_grad, segs * s.H * L::kDim * L::kDim * 8},

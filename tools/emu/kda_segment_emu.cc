@@ -30,7 +30,8 @@ namespace {
 
 constexpr int D = 128;
 
-// One token's FP64 vectors as ComputeToken64 forms them (the same operations, in a loop).
+// One token's FP64 vectors as ComputeTokenCost64 and StoreToken64 form them (the same operations,
+// in a loop).
 struct Vecs {
   double kh[D], qh[D], d[D], bt;
 };
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
   std::vector<double> ws(lay.total / 8, std::nan(""));
   a.checkpoints = ws.data() + lay.checkpoints / 8;
   a.residual = ws.data() + lay.residual / 8;
-  a.tok_vec = ws.data() + lay.tok_vec / 8;
+  a.tok_d = ws.data() + lay.tok_d / 8;
   a.tok_s = ws.data() + lay.tok_s / 8;
   a.seg_map = ws.data() + lay.seg_map / 8;
   a.seg_grad = ws.data() + lay.seg_grad / 8;
