@@ -598,9 +598,11 @@ static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's
 // (GateSigmoid) it carried that rounding into dg, ddt_bias and dA_log. That was the chunked
 // backward's fast-decay dA_log tail (host emulator, B2_T1000_H4_fastdecay seed 4192886706:
 // unchanged with the records, S0 and dS1 all exact, so the per-chunk pass alone).
+// The SFU's ex2 and rcp, as GateSigmoid: expf and an IEEE division here made the grad kernel 8%
+// slower (spills; twenty-seventh session), and their precision is not what was missing.
 __device__ __forceinline__ float GateSigmoidDerivative(float x) {
-  const float e = expf(-fabsf(x));
-  const float r = 1.f / (1.f + e);
+  const float e = Ex2Ftz(fabsf(x) * -kLog2e);
+  const float r = RcpFtz(1.0f + e);
   return e * r * r;
 }
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
