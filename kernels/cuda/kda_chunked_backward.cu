@@ -592,12 +592,12 @@ constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdF, "parts fit");
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
 
-// sigmoid'(x) for the gate's and beta's chain rules, as e / (1 + e)^2 with e = exp(-|x|): sg (1 - sg) with
-// sg = sigmoid(x) cancels once sg rounds near 1 (gates near lower_bound: at x = 10, 1 - sg keeps
-// about 3 significant digits in FP32; at x = 16, none), and with the SFU's approximate sigmoid
-// (GateSigmoid) it carried that rounding into dg, ddt_bias and dA_log. That was the chunked
-// backward's fast-decay dA_log tail (host emulator, B2_T1000_H4_fastdecay seed 4192886706:
-// unchanged with the records, S0 and dS1 all exact, so the per-chunk pass alone).
+// sigmoid'(x) for the gate's and beta's chain rules, as e / (1 + e)^2 with e = exp(-|x|):
+// sg (1 - sg) with sg = sigmoid(x) cancels once sg rounds near 1 (gates near lower_bound: at
+// x = 10, 1 - sg keeps about 3 significant digits in FP32; at x = 16, none), and with the SFU's
+// approximate sigmoid (GateSigmoid) it carried that rounding into dg, ddt_bias and dA_log. That
+// was the chunked backward's fast-decay dA_log tail (host emulator, B2_T1000_H4_fastdecay seed
+// 4192886706: unchanged with the records, S0 and dS1 all exact, so the per-chunk pass alone).
 // The SFU's ex2 and rcp, as GateSigmoid: expf and an IEEE division here made the grad kernel 8%
 // slower (spills; twenty-seventh session), and their precision is not what was missing.
 __device__ __forceinline__ float GateSigmoidDerivative(float x) {
