@@ -592,6 +592,19 @@ constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdF, "parts fit");
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
 
+// sigmoid'(x) for the gate's and beta's chain rules, as e / (1 + e)^2 with e = exp(-|x|):
+// sg (1 - sg) with sg = sigmoid(x) cancels once sg rounds near 1 (gates near lower_bound: at
+// x = 10, 1 - sg keeps about 3 significant digits in FP32; at x = 16, none), and with the SFU's
+// approximate sigmoid (GateSigmoid) it carried that rounding into dg, ddt_bias and dA_log. That
+// was the chunked backward's fast-decay dA_log tail (host emulator, B2_T1000_H4_fastdecay seed
+// 4192886706: unchanged with the records, S0 and dS1 all exact, so the per-chunk pass alone).
+// The SFU's ex2 and rcp, as GateSigmoid: expf and an IEEE division here made the grad kernel 8%
+// slower (spills; twenty-seventh session), and their precision is not what was missing.
+__device__ __forceinline__ float GateSigmoidDerivative(float x) {
+  const float e = Ex2Ftz(fabsf(x) * -kLog2e);
+  const float r = RcpFtz(1.0f + e);
+  return e * r * r;
+}
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     KdaChunkGradKernel(const __grid_constant__ ChunkBwdArgs a) {
   using Tr = GradTraits;
@@ -1097,9 +1110,12 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     if (t < len) a.dv[((t0 + t) * H + h) * kDim + kc] = ToBf16(sm.bt[t] * sm.bufu[t][kc]);
   }
   // dbeta_t = beta (1 - beta) (sum_v dVb V + sum_k dKb kh Gam + sum_i dA P), warp per token. The
-  // warp's four tokens' V are loaded first, so the loads from L2 are in flight together.
+  // warp's four tokens' V are loaded first, so the loads from L2 are in flight together. beta
+  // (1 - beta) is taken from the raw beta as GateSigmoidDerivative, not from sm.bt: 1 - bt
+  // cancels once |beta| is large (at |beta| = 15, bt rounds to within an ulp or two of 1).
   constexpr int kTokPerWarp = kChunk / Tr::kWarps;
   float vv[kTokPerWarp][kDim / 32];
+  float dbt[kTokPerWarp];
 #pragma unroll
   for (int j = 0; j < kTokPerWarp; ++j) {
     const int t = warp + Tr::kWarps * j;
@@ -1107,6 +1123,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     for (int c = 0; c < kDim / 32; ++c) {
       vv[j][c] = t < len ? Bf16(a.v[((t0 + t) * H + h) * kDim + lane + 32 * c]) : 0.f;
     }
+    dbt[j] = t < len ? Bf16(a.beta[(t0 + t) * H + h]) : 0.f;
   }
   __syncthreads();  // dA's split tiles are complete
 #pragma unroll
@@ -1122,7 +1139,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       }
       for (int i = lane; i < kChunk; i += 32) s = fmaf(sm.r1.pa.da[t][i], sm.p[t][i], s);
       s = WarpSum(s);
-      if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(sm.bt[t] * (1.f - sm.bt[t]) * s);
+      if (lane == 0) a.dbeta[(t0 + t) * H + h] = ToBf16(GateSigmoidDerivative(dbt[j]) * s);
     }
   }
 
@@ -1353,9 +1370,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       a.dk[base] = ToBf16(sm.rk[t] * (dkh[j] - KhAt(sm, t, kc) * sk));
       const float x =
           exp_a * (Bf16(static_cast<uint16_t>(j % 2 ? graw[j / 2] >> 16 : graw[j / 2])) + dtb);
-      const float sg = GateSigmoid(x);  // the preparation's sigmoid (UnpackToken)
       const float dgl = (sm.bufw[t][kc] + sm.bufu[t][kc]) + sm.z[kc];
-      const float dx = dgl * a.s.lower_bound * sg * (1.f - sg);
+      const float dx = dgl * a.s.lower_bound * GateSigmoidDerivative(x);
       a.dg[base] = ToBf16(exp_a * dx);
       pdt = fmaf(exp_a, dx, pdt);
       pal = fmaf(x, dx, pal);
