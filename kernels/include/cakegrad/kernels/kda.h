@@ -45,7 +45,7 @@ struct KdaFwdParams {
   uint32_t* device_status = nullptr;  // DeviceStatusBits, device memory (CUDA only; may be null)
 };
 
-// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 5x-13x faster on the H200 and
+// Which CUDA kernels serve KdaBackwardCuda. The chunked one is 4x-12x faster on the H200 and
 // meets SPEC on every output but one: dA_log, an [H] vector, is a strongly cancelling sum per
 // head (at one head, on some draws, its terms add up to ~7000 times its size), and the chunked
 // form's FP32 terms leave a per-head error that rel-L2 over the H heads hides only when the heads
@@ -54,7 +54,7 @@ struct KdaFwdParams {
 // draws; H = 2 on none of ~4700, but up to 9.2e-5, so a miss every few thousand draws; H = 4
 // within 1.1e-5 on all of 1050. The sequential one runs in FP64 (twenty-fifth session: dA_log
 // within 5.7e-8 on 1000 draws at B = 2, T = 65, H = 1, where its FP32 form missed 1e-4 on about
-// 1 draw in 300), on segments of each document in parallel (twenty-sixth session: 1.73 ms at
+// 1 draw in 300), on segments of each document in parallel (twenty-seventh session: 1.55 ms at
 // B = 1, T = 8192, H = 1, where the chunked one takes 0.36). kAuto therefore takes the chunked
 // kernels from kKdaChunkedBackwardMinHeads heads on.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
