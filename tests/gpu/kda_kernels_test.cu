@@ -1014,6 +1014,17 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
   CUDA_ASSERT_OK(cudaStreamDestroy(stream));
 }
 
+// Ends a hash line: " name hash" for every output of the problem, then a newline.
+void PrintOutputHashes(const Problem& pr) {
+  const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
+  static const char* const kNames[] = {"o",  "final_state", "dq",     "dk",       "dv",
+                                       "dg", "dbeta",       "dA_log", "ddt_bias", "dinit"};
+  for (size_t i = 0; i < snap.size(); ++i) {
+    std::printf(" %s %016llx", kNames[i], Fnv1a(snap[i].data(), snap[i].size()));
+  }
+  std::printf("\n");
+}
+
 // Prints fnv1a hashes of the chunked backward's workspace (records, chunk-start states S0, the
 // reverse chain's dS1 per chunk slot, partials) and of every gradient, for pinned inputs, so that
 // builds can be compared bitwise across processes (the reverse chain's dS1 and dinitial_state
@@ -1051,14 +1062,8 @@ TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
     RunBothChunked(pr, nullptr);
     if (HasFatalFailure()) return;
     const std::vector<uint8_t> ws = pr.ws.Download();
-    const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
     std::printf("[ kda bwd hashes%s ] workspace %016llx", pin.tag, Fnv1a(ws.data(), ws.size()));
-    static const char* const kNames[] = {"o",  "final_state", "dq",     "dk",       "dv",
-                                         "dg", "dbeta",       "dA_log", "ddt_bias", "dinit"};
-    for (size_t i = 0; i < snap.size(); ++i) {
-      std::printf(" %s %016llx", kNames[i], Fnv1a(snap[i].data(), snap[i].size()));
-    }
-    std::printf("\n");
+    PrintOutputHashes(pr);
   }
 }
 
@@ -1093,14 +1098,8 @@ TEST(KdaKernels, SequentialBackwardHashesForCrossBuildComparison) {
     pr.Poison();
     RunBoth(pr, nullptr);
     if (HasFatalFailure()) return;
-    const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
     std::printf("[ kda seq bwd hashes%s ]", pin.tag);
-    static const char* const kNames[] = {"o",  "final_state", "dq",     "dk",       "dv",
-                                         "dg", "dbeta",       "dA_log", "ddt_bias", "dinit"};
-    for (size_t i = 0; i < snap.size(); ++i) {
-      std::printf(" %s %016llx", kNames[i], Fnv1a(snap[i].data(), snap[i].size()));
-    }
-    std::printf("\n");
+    PrintOutputHashes(pr);
   }
 }
 
