@@ -226,8 +226,8 @@ struct TokenScalars64 {
 // The FP64 values of one token that cost: lane l's four decays d = exp(gl) (k = 4l .. 4l+3) and
 // the token's scalars, from its raw BF16 / FP32 inputs; db is this lane's dt_bias[h, 4l .. 4l+3].
 // Only the token pass (kda_row_pass.cu, KdaTokenPassKernel) computes them, once per (token, head),
-// into the workspace; the row passes and the backward kernel read them (LoadToken64), so they
-// agree bit for bit.
+// into the workspace; the row passes (cp.async) and the backward kernel (LoadToken64) read them,
+// so they agree bit for bit.
 struct TokenCost64 {
   double d[4];
   TokenScalars64 s;
@@ -254,11 +254,6 @@ __device__ __forceinline__ TokenCost64 ComputeTokenCost64(const RawToken& r, flo
   return c;
 }
 
-// The token pass's output per (token, head): tok_d FP64 [tokens, H, 128] (the decays) and tok_s
-// FP64 [tokens, H, kTokenScalars] (rq, rk, bt, 0).
-constexpr int64_t kTokenScalars = kda_layout::kTokenScalars;
-static_assert(kTokenScalars == 4, "rq, rk and bt, two double2 loads");
-
 // What a sequential kernel reads of one token, lane l holding k = 4l .. 4l+3: raw q and k, and
 // the token pass's decays and scalars (every lane the scalars: kh and qh need them).
 struct RawToken64 {
@@ -277,30 +272,30 @@ __device__ __forceinline__ RawToken64 LoadToken64(const uint16_t* q, const uint1
   const double2* dp = reinterpret_cast<const double2*>(tok_d + th * kDim) + 2 * lane;
   r.d01 = dp[0];
   r.d23 = dp[1];
-  const double2* sp = reinterpret_cast<const double2*>(tok_s + th * kTokenScalars);
-  const double2 s01 = sp[0];
+  const double2 s01 = *reinterpret_cast<const double2*>(tok_s + th * kda_layout::kTokenScalars);
   r.s.rq = s01.x;
   r.s.rk = s01.y;
-  r.s.bt = tok_s[th * kTokenScalars + 2];
+  r.s.bt = tok_s[th * kda_layout::kTokenScalars + kda_layout::kTokBt];
   return r;
 }
 
-// Writes kh = k rk, qh = q rq (qh may be null: the forward walks need none) and d, 128 doubles
-// each, of one token into shared memory.
+// dst[0..3] = f[0..3] times s: kh = k rk and qh = q rq from the unpacked BF16 values, as the
+// backward kernel (StoreToken64) and the row passes (kda_row_pass.cu, MakeVecs) both form them.
+__device__ __forceinline__ void StoreScaled4(const double (&f)[4], double s, double2* dst) {
+  dst[0] = make_double2(f[0] * s, f[1] * s);
+  dst[1] = make_double2(f[2] * s, f[3] * s);
+}
+
+// Writes kh = k rk, qh = q rq (qh may be null) and d, 128 doubles each, of one token into shared
+// memory.
 __device__ __forceinline__ void StoreToken64(const RawToken64& r, double* kh, double* qh,
                                              double* d) {
   const int lane = threadIdx.x & 31;
   double qf[4], kf[4];
   UnpackBf16x4(r.q, qf);
   UnpackBf16x4(r.k, kf);
-  double2* khp = reinterpret_cast<double2*>(kh) + 2 * lane;
-  khp[0] = make_double2(kf[0] * r.s.rk, kf[1] * r.s.rk);
-  khp[1] = make_double2(kf[2] * r.s.rk, kf[3] * r.s.rk);
-  if (qh != nullptr) {
-    double2* qhp = reinterpret_cast<double2*>(qh) + 2 * lane;
-    qhp[0] = make_double2(qf[0] * r.s.rq, qf[1] * r.s.rq);
-    qhp[1] = make_double2(qf[2] * r.s.rq, qf[3] * r.s.rq);
-  }
+  StoreScaled4(kf, r.s.rk, reinterpret_cast<double2*>(kh) + 2 * lane);
+  if (qh != nullptr) StoreScaled4(qf, r.s.rq, reinterpret_cast<double2*>(qh) + 2 * lane);
   double2* dp = reinterpret_cast<double2*>(d) + 2 * lane;
   dp[0] = r.d01;
   dp[1] = r.d23;
@@ -534,7 +529,7 @@ struct FwdArgs : FwdInputs {
 struct SeqBwdArgs : FwdInputs {
   const uint16_t* d_o;
   double* tok_d;              // [total_tokens, H, 128]: the token pass's decays
-  double* tok_s;              // [total_tokens, H, kTokenScalars]: its rq, rk, bt
+  double* tok_s;              // [total_tokens, H, kda_layout::kTokenScalars]: its rq, rk, bt
   const float* dfinal_state;  // nullable: zeros
   double* checkpoints;        // [slots, H, 128, 128]
   double* residual;           // [total_tokens, H, 128]

@@ -46,7 +46,6 @@ struct RowTraits {
   static_assert(kDim % kRowsPerCta == 0, "rows must split evenly over CTAs");
   static_assert(kda_layout::kCheckpointInterval % kTokenBatch == 0,
                 "checkpoints are taken at token-batch starts");
-
   static_assert(kRowsPerCta * 2 % 16 == 0, "a token's v or do rows are whole 16-byte copies");
 };
 
@@ -85,7 +84,7 @@ struct RowBatch {
   uint16_t x[RowTraits::kTokenBatch][RowTraits::kRowsPerCta];
 };
 
-// kh and qh of the batch being walked (StoreToken64's products), single-buffered: made from the
+// kh and qh of the batch being walked (StoreScaled4's products), single-buffered: made from the
 // batch's raw keys after its copies land, read by the walk.
 template <RowLaunch kLaunch>
 struct RowVecs {
@@ -142,10 +141,8 @@ __device__ __forceinline__ void MakeVecs(const RowBatch<kLaunch>& b, int nb, Row
     const int tb = rem / (kDim / 4), c = 4 * (rem % (kDim / 4));
     double f[4];
     UnpackBf16x4(*reinterpret_cast<const uint2*>(&b.raw[r][tb][c]), f);
-    const double s = b.sc[tb][r == 0 ? 1 : 0];  // rk for keys, rq for queries
-    double* dst = r == 0 ? &v.kh[tb][c] : &v.qh[tb][c];
-    reinterpret_cast<double2*>(dst)[0] = make_double2(f[0] * s, f[1] * s);
-    reinterpret_cast<double2*>(dst)[1] = make_double2(f[2] * s, f[3] * s);
+    StoreScaled4(f, b.sc[tb][r == 0 ? kda_layout::kTokRk : kda_layout::kTokRq],
+                 reinterpret_cast<double2*>(r == 0 ? &v.kh[tb][c] : &v.qh[tb][c]));
   }
 }
 
@@ -254,7 +251,7 @@ __global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
     if constexpr (reverse) {
       for (int tb = nb - 1; tb >= 0; --tb) {
         RowAdjointStep(S, cur.d[tb], sm.vecs.kh[tb], sm.vecs.qh[tb], col,
-                       scale * Bf16(cur.x[tb][rloc]), cur.sc[tb][2]);
+                       scale * Bf16(cur.x[tb][rloc]), cur.sc[tb][kda_layout::kTokBt]);
       }
     } else {
       const bool recompute = role == RowRole::kRecompute;
@@ -268,7 +265,7 @@ __global__ void __launch_bounds__(RowTraits::kThreads, RowTraits::kMinBlocks)
       for (int tb = 0; tb < nb; ++tb) {
         const float v = role == RowRole::kM ? 0.f : Bf16(cur.x[tb][rloc]);
         const double w = RowForwardStep(S, cur.d[tb], sm.vecs.kh[tb], col, static_cast<double>(v),
-                                        cur.sc[tb][2]);
+                                        cur.sc[tb][kda_layout::kTokBt]);
         if (recompute && col == 0) a.residual[((t0 + tb) * H + h) * kDim + row] = w;
       }
     }
@@ -307,9 +304,9 @@ __global__ void __launch_bounds__(kTokenPassWarps * 32)
   dp[0] = make_double2(c.d[0], c.d[1]);
   dp[1] = make_double2(c.d[2], c.d[3]);
   if (lane == 0) {
-    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kTokenScalars);
+    double2* sp = reinterpret_cast<double2*>(a.tok_s + th * kda_layout::kTokenScalars);
     sp[0] = make_double2(c.s.rq, c.s.rk);
-    sp[1] = make_double2(c.s.bt, 0.0);
+    sp[1] = make_double2(c.s.bt, 0.0);  // the pad too: the row passes copy all four
   }
 }
 

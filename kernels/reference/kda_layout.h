@@ -62,9 +62,12 @@ constexpr int64_t SegmentSlots(int64_t total_tokens, int64_t docs, int64_t len =
   return total_tokens / len + docs + 1;
 }
 
-// Per-token FP64 scalars the sequential backward's token pass keeps (rq, rk, bt and a pad to 32
-// bytes).
+// Per-token FP64 scalars the sequential backward's token pass keeps, at these indices, and a pad
+// to 32 bytes (two double2).
+constexpr int64_t kTokRq = 0, kTokRk = 1, kTokBt = 2;
 constexpr int64_t kTokenScalars = 4;
+static_assert(kTokRq == 0 && kTokRk == 1 && kTokBt == 2 && kTokenScalars == 4,
+              "written and read as two double2: (rq, rk), (bt, pad)");
 
 struct BwdLayout {
   int64_t checkpoints = 0;     // FP64 [slots, H, 128, 128]
