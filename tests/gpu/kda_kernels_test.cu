@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -666,6 +667,16 @@ uint64_t HashSeedOffset() {
   return env ? std::strtoull(env, nullptr, 10) : 0;
 }
 
+// A hash test's problem: inputs drawn from seed + HashSeedOffset(), the workspace zero-filled.
+// The generator is reseeded afterwards, so that later tests draw fresh inputs again.
+std::unique_ptr<Problem> PinnedProblem(const Shape& shape, uint64_t seed) {
+  testing::Rng().seed(seed + HashSeedOffset());
+  auto pr = std::make_unique<Problem>(shape);
+  testing::Rng().seed(std::random_device{}());
+  pr->ws.Fill(0);
+  return pr;
+}
+
 // Prints FNV-1a hashes of the chunk records (the whole workspace, zero-filled first) and of o,
 // final_state for pinned inputs, so that builds or instances of the preparation kernel can be
 // compared bitwise across processes (tools/gpu/run_kda_candidate.sh names the last build's).
@@ -690,10 +701,8 @@ TEST(KdaKernels, ForwardRecordHashesForCrossBuildComparison) {
               4, /*int32=*/false),
        20261130}};
   for (const Pinned& pin : pinned) {
-    testing::Rng().seed(pin.seed + HashSeedOffset());
-    Problem pr(pin.shape);
-    testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
-    pr.ws.Fill(0);
+    const std::unique_ptr<Problem> pinned_problem = PinnedProblem(pin.shape, pin.seed);
+    Problem& pr = *pinned_problem;
     ASSERT_TRUE(KdaForwardCuda(pr.Fwd(), nullptr).ok());
     CUDA_ASSERT_OK(cudaDeviceSynchronize());
     const std::vector<uint8_t> ws = pr.ws.Download();
@@ -1054,10 +1063,8 @@ TEST(KdaKernels, ChunkedBackwardHashesForCrossBuildComparison) {
     ASSERT_NO_FATAL_FAILURE(RequireStatePassRows(pin.shape.lens, pin.shape.H, pin.rows));
     ASSERT_NO_FATAL_FAILURE(
         RequireBackwardSideBySideRows(pin.shape.lens, pin.shape.H, pin.bwd_rows));
-    testing::Rng().seed(pin.seed + HashSeedOffset());
-    Problem pr(pin.shape);
-    testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
-    pr.ws.Fill(0);
+    const std::unique_ptr<Problem> pinned_problem = PinnedProblem(pin.shape, pin.seed);
+    Problem& pr = *pinned_problem;
     pr.Poison();
     RunBothChunked(pr, nullptr);
     if (HasFatalFailure()) return;
@@ -1091,10 +1098,8 @@ TEST(KdaKernels, SequentialBackwardHashesForCrossBuildComparison) {
       {" 2x1100 H2", two, 20261202},
       {" packed H3", Packed({0, 1, 700, 65, 0, 1300, 33}, 3, /*int32=*/true), 20261203}};
   for (const Pinned& pin : pinned) {
-    testing::Rng().seed(pin.seed + HashSeedOffset());
-    Problem pr(pin.shape);
-    testing::Rng().seed(std::random_device{}());  // later tests draw fresh inputs again
-    pr.ws.Fill(0);
+    const std::unique_ptr<Problem> pinned_problem = PinnedProblem(pin.shape, pin.seed);
+    Problem& pr = *pinned_problem;
     pr.Poison();
     RunBoth(pr, nullptr);
     if (HasFatalFailure()) return;
