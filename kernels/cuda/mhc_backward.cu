@@ -316,7 +316,8 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 // backward_finish, kernel 2: dX and the dfn partials, with both 24-wide products as BF16 MMAs
 // (m16n8k16, FP32 accumulation). Operands are split hi + lo BF16 so the products keep ~16 bits:
 //   dxmap [tok x col] = [dz_hi | dz_lo | dz_hi | 0] (k = 80) x [fn_hi; fn_hi; fn_lo; 0]
-//   dfn   [48 x col]  = [dz_hi | dz_lo]^T (k = tokens) x X, rows j and 24 + j added at the end
+//   dfn   [32 x col]  = [dz_hi 0..15 | dz_hi 16..23, dz_lo 16..23]^T (k = tokens) x X, plus
+//                       dz_lo 0..15^T x X into rows 0..15; rows 16 + j and 24 + j summed last
 // X is BF16 already, so it needs no split. The MMA's FP32 accumulation truncates, so dfn takes a
 // fresh accumulator per stage (32 tokens) that is added to the running FP32 sum.
 // Kernel 1 stores dz already split ([hi | lo], floats [0, 24) of the record), and the stage's
@@ -479,9 +480,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
   }
 
-  float acc[3][Tr::kNTiles][4];
+  float acc[2][Tr::kNTiles][4];  // dfn rows, as the stage's fresh accumulators below
 #pragma unroll
-  for (int mt = 0; mt < 3; ++mt) {
+  for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
     for (int nt = 0; nt < Tr::kNTiles; ++nt) {
 #pragma unroll
@@ -502,11 +503,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     const int64_t tb = t_begin + st * Tr::kTok;
     const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
 
-    // dfn: fresh accumulators for this stage's 32 tokens.
+    // dfn: fresh accumulators for this stage's 32 tokens. Tile 0's rows are logits 0..15, hi and
+    // lo parts summed by the MMAs (two k16 products a token step); tile 1's rows 0..7 are hi of
+    // logits 16..23 and rows 8..15 their lo, added at the end. Three A loads and six MMAs a
+    // token step as with three row tiles [hi 0..23; lo 0..23], in 16 fewer registers.
     {
-      float fr[3][Tr::kNTiles][4];
+      float fr[2][Tr::kNTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < 3; ++mt) {
+      for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTiles; ++nt) {
 #pragma unroll
@@ -529,12 +533,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           }
         }
 #pragma unroll
-        for (int mt = 0; mt < 3; ++mt) {
-          // A = dz^T: matrix i holds logits 16 mt + 8 (i & 1) .. + 8 of tokens 8 (i >> 1) .. + 8;
-          // this lane's halves are tokens 16 ks + 2q (+1) in af[0..1], + 8 in af[2..3].
+        for (int part = 0; part < 3; ++part) {
+          // A = dz^T: matrix i holds 8 rows (logits) of tokens 8 (i >> 1) .. + 8, the rows of this
+          // lane's address (second: matrices 1 and 3): part 0 hi 0..7 | 8..15, part 1 lo 0..7 |
+          // 8..15, part 2 hi 16..23 | lo 16..23 (record columns [hi 0..23 | lo 0..23]); this
+          // lane's halves are tokens 16 ks + 2q (+1) in af[0..1], + 8 in af[2..3].
+          const int second = (lane >> 3) & 1;
+          const int col = part == 2 ? (second ? kLogits + 16 : 16) : kLogits * part + 8 * second;
           uint32_t af[4];
-          LdMatrixX4TransAddr(rec_s + (16 * ks + (lane & 7) + 8 * (lane >> 4)) * kRecRow +
-                                  2 * (16 * mt + 8 * ((lane >> 3) & 1)),
+          LdMatrixX4TransAddr(rec_s + (16 * ks + (lane & 7) + 8 * (lane >> 4)) * kRecRow + 2 * col,
                               af);
           if (nb < Tr::kTok) {  // the chunk's last stage: tokens past it must not count
             const int t0 = 16 * ks + 2 * q;
@@ -546,12 +553,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           }
 #pragma unroll
           for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-            MmaBf16(fr[mt][nt], af[0], af[1], af[2], af[3], xb[2 * nt], xb[2 * nt + 1]);
+            MmaBf16(fr[part / 2][nt], af[0], af[1], af[2], af[3], xb[2 * nt], xb[2 * nt + 1]);
           }
         }
       }
 #pragma unroll
-      for (int mt = 0; mt < 3; ++mt) {
+      for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTiles; ++nt) {
 #pragma unroll
@@ -628,17 +635,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
     }
   }
-  // Rows j (hi) and 24 + j (lo) of the dfn product: this lane holds j = g, g + 8, g + 16.
+  // dfn rows j = g, g + 8 (tile 0) and g + 16 (tile 1: hi in row g, lo in row g + 8).
   float* part = partials + chunk * kLogits * K;
 #pragma unroll
   for (int nt = 0; nt < Tr::kNTiles; ++nt) {
     const int64_t i = a * C + c0 + wch + 8 * nt + 2 * q;
-    *reinterpret_cast<float2*>(part + g * K + i) =
-        make_float2(acc[0][nt][0] + acc[1][nt][2], acc[0][nt][1] + acc[1][nt][3]);
-    *reinterpret_cast<float2*>(part + (g + 8) * K + i) =
-        make_float2(acc[0][nt][2] + acc[2][nt][0], acc[0][nt][3] + acc[2][nt][1]);
+    *reinterpret_cast<float2*>(part + g * K + i) = make_float2(acc[0][nt][0], acc[0][nt][1]);
+    *reinterpret_cast<float2*>(part + (g + 8) * K + i) = make_float2(acc[0][nt][2], acc[0][nt][3]);
     *reinterpret_cast<float2*>(part + (g + 16) * K + i) =
-        make_float2(acc[1][nt][0] + acc[2][nt][2], acc[1][nt][1] + acc[2][nt][3]);
+        make_float2(acc[1][nt][0] + acc[1][nt][2], acc[1][nt][1] + acc[1][nt][3]);
   }
 }
 
