@@ -388,9 +388,10 @@ std::vector<Shape> AccuracyShapes() {
   return s;
 }
 
-// The sequential backward's own extras: documents cut into 256-token segments (below
-// kda_layout::kWholeDocumentChains chains) packed with empty and 1-token ones, an odd length whose
-// last segment is partial, and gates near lower_bound (segment maps that underflow to zero).
+// The sequential backward's own extras: documents cut into segments (kda_layout::SegmentLength:
+// fewer (document, head) chains than twice the backward's resident clusters) packed with empty and
+// 1-token ones, an odd length whose last segment is partial, and gates near lower_bound (segment
+// maps that underflow to zero).
 std::vector<Shape> SequentialShapes() {
   std::vector<Shape> s = AccuracyShapes();
   const std::vector<int64_t> lens = {0, 1, 7, 8, 9, 31, 32, 33, 0, 64, 65, 1, 300, 2, 1500, 17};
