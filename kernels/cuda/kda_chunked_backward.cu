@@ -591,6 +591,7 @@ __device__ __forceinline__ float GToEndTok(const GradSmem& sm, int tq, int j, in
 constexpr int kSplitLo = kChunk * kLdH;
 static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdF, "parts fit");
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
+static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(GradSmem::bufw), "dU's parts fit");
 
 // sigmoid'(x) for the gate's and beta's chain rules, as e / (1 + e)^2 with e = exp(-|x|):
 // sg (1 - sg) with sg = sigmoid(x) cancels once sg rounds near 1 (gates near lower_bound: at
@@ -731,6 +732,10 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   static_assert(Tr::kWarps * 8 == kDim, "one 8-column tile per warp");
   const int n0 = 8 * warp, fr = lane >> 2, fc = n0 + 2 * (lane & 3);  // fragment coordinates
   uint16_t* const u_parts = reinterpret_cast<uint16_t*>(&sm.r1.u[0][0]);
+  // dU's BF16 hi and lo parts for dW = -dU S0 (the A operand every warp reads whole), split once
+  // here into bufw (free until d(Q Gam)) instead of by each of the 16 warps in the S0 walk: that
+  // was ~900 of a warp's ~14k instructions, and this kernel's time follows its instruction count.
+  uint16_t* const du_parts = reinterpret_cast<uint16_t*>(&sm.bufw[0][0]);
   uint16_t* const u_lo = reinterpret_cast<uint16_t*>(&sm.dm[0][0]);
   {
     const float* const u_g = a.chunk_u + (slot * H + h) * kChunk * kDim;
@@ -756,6 +761,10 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         *reinterpret_cast<uint32_t*>(u_parts + kSplitLo + t * kLdH + fc) = um;
         *reinterpret_cast<uint32_t*>(u_lo + t * kLdH + fc) = ul;
         *reinterpret_cast<float2*>(&sm.bufu[t][fc]) = du[m][hh];
+        uint32_t dh, dl;
+        SplitPair(du[m][hh].x, du[m][hh].y, &dh, &dl);
+        *reinterpret_cast<uint32_t*>(du_parts + t * kLdH + fc) = dh;
+        *reinterpret_cast<uint32_t*>(du_parts + kSplitLo + t * kLdH + fc) = dl;
       }
     }
   }
@@ -803,7 +812,8 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
         Mma(cq[m], ao, bl);
         Mma(cq[m], ao, bm);
         Mma(cq[m], ao, bh);
-        LoadASplit(&sm.bufu[0][0], kLdF, 16 * m, v0, uh, ul);
+        LdmA<kLdH>(du_parts, 16 * m, v0, uh);
+        LdmA<kLdH>(du_parts + kSplitLo, 16 * m, v0, ul);
         Mma(cw[m], uh, bh);
         Mma(cw[m], uh, bm);
         Mma(cw[m], ul, bh);
@@ -812,6 +822,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     zs += __shfl_xor_sync(0xffffffffu, zs, 1);
     zs += __shfl_xor_sync(0xffffffffu, zs, 2);
     if ((lane & 3) == 0) sm.z[n0 + fr] = expf(GAt(sm, kChunk - 1, n0 + fr)) * zs;
+    __syncthreads();  // every warp has read dU's parts: d(Q Gam) takes bufw
 #pragma unroll
     for (int m = 0; m < kMt; ++m) {
       *reinterpret_cast<float2*>(&sm.bufw[16 * m + fr][fc]) = make_float2(cq[m][0], cq[m][1]);
