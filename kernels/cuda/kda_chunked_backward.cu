@@ -593,6 +593,22 @@ static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdF, 
 static_assert(kSplitLo * sizeof(uint16_t) <= sizeof(float) * kChunk * kLdC, "U's lo part fits");
 static_assert(2 * kSplitLo * sizeof(uint16_t) <= sizeof(GradSmem::bufw), "dU's parts fit");
 
+// Tinv^T's three BF16 parts for [dKb | dVb] = Tinv^T [dW | dU]: only its 10 16 x 16 tiles (row
+// block mt, column block ks >= mt) are read, each stored as 16 rows of two 16-byte pieces, the
+// pieces of rows 4..7 and 12..15 swapped, so that an ldmatrix phase's 8 rows fill the 8 bank
+// groups. Element (s, t) of part p, or with q the piece (columns 8 q ..) of row s.
+constexpr int kTinvTiles = 10;
+constexpr int kTinvPlane = kTinvTiles * 16 * 16;
+__device__ __forceinline__ int TinvTPart(int p, int s, int t0, int q) {
+  const int mt = s >> 4, ks = t0 >> 4, r = s & 15;
+  const int tile = 4 * mt - mt * (mt - 1) / 2 + (ks - mt);
+  return p * kTinvPlane + tile * 256 + 16 * r + 8 * (q ^ ((r >> 2) & 1));
+}
+__device__ __forceinline__ int TinvTPart(int p, int s, int t) {
+  return TinvTPart(p, s, t, (t & 15) >> 3) + (t & 7);
+}
+static_assert(3 * kTinvPlane * sizeof(uint16_t) <= sizeof(GradSmem::d_o), "Tinv^T's parts fit");
+
 // sigmoid'(x) for the gate's and beta's chain rules, as e / (1 + e)^2 with e = exp(-|x|):
 // sg (1 - sg) with sg = sigmoid(x) cancels once sg rounds near 1 (gates near lower_bound: at
 // x = 10, 1 - sg keeps about 3 significant digits in FP32; at x = 16, none), and with the SFU's
@@ -948,19 +964,38 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int t = e / kChunk, i = e % kChunk;
     if (i >= 16 * (t / 16 + 1)) sm.p[t][i] = 0.f;
   }
+  // Tinv^T goes straight into its three BF16 parts (TinvTPart), split once here instead of by each
+  // of the 16 warps in the product below (10 LoadASplit3 a warp). A thread holds rows s0 .. s0 + 3
+  // of column t; with its neighbour's column t ^ 1 (a shuffle) it splits two rows' (t, t + 1)
+  // pairs: even t rows s0, s0 + 1, odd t rows s0 + 2, s0 + 3. Split3Pair of the same pairs as
+  // LoadASplit3 took: the same parts, the same bits.
+  uint16_t* const tinv_parts = reinterpret_cast<uint16_t*>(&sm.d_o[0][0]);  // dO is dead
   {
     const float4* tp =
         reinterpret_cast<const float4*>(a.chunk_tinv + (slot * H + h) * kChunkPFloats);
+    static_assert(kChunkPFloats / 4 % 32 == 0 && Tr::kThreads % 32 == 0, "whole warps shuffle");
 #pragma unroll 1
     for (int e4 = tid; e4 < kChunkPFloats / 4; e4 += Tr::kThreads) {
       const int J = kda_layout::PackedBlockOf(4 * e4), base4 = kda_layout::PackedBlockStart(J) / 4;
       const int rem = e4 - base4, r = rem % 16, c4 = rem / 16;
       const float4 v = tp[base4 + r * 4 * (J + 1) + c4];
-      const int t = 16 * J + r, s0 = 4 * c4;
-      sm.r1.pa.da[s0][t] = v.x;
-      sm.r1.pa.da[s0 + 1][t] = v.y;
-      sm.r1.pa.da[s0 + 2][t] = v.z;
-      sm.r1.pa.da[s0 + 3][t] = v.w;
+      float4 w;
+      w.x = __shfl_xor_sync(0xffffffffu, v.x, 1);
+      w.y = __shfl_xor_sync(0xffffffffu, v.y, 1);
+      w.z = __shfl_xor_sync(0xffffffffu, v.z, 1);
+      w.w = __shfl_xor_sync(0xffffffffu, v.w, 1);
+      const bool odd = (r & 1) != 0;
+      const int te = 16 * J + (r & ~1), sa = 4 * c4 + (odd ? 2 : 0);
+      uint32_t x3[2][3];
+      Split3Pair(odd ? w.z : v.x, odd ? v.z : w.x, &x3[0][0], &x3[0][1], &x3[0][2]);
+      Split3Pair(odd ? w.w : v.y, odd ? v.w : w.y, &x3[1][0], &x3[1][1], &x3[1][2]);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int part = 0; part < 3; ++part) {
+          *reinterpret_cast<uint32_t*>(tinv_parts + TinvTPart(part, sa + i, te)) = x3[i][part];
+        }
+      }
     }
   }
   __syncthreads();
@@ -973,7 +1008,6 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // instructions a warp (bench/results/kda_h200.md, kda43 and the eighteenth session).
   {
     float* const y = (warp < Tr::kWarps / 2 ? &sm.bufw[0][0] : &sm.bufu[0][0]) + 16 * (warp & 7);
-    const float* const tt = &sm.r1.pa.da[0][0];
     static_assert(Tr::kWarps * 16 == 2 * kDim, "16 columns per warp");
 #pragma unroll 1
     for (int mt = 0; mt < kMt; ++mt) {
@@ -981,7 +1015,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
 #pragma unroll 1
       for (int ks = mt; ks < kMt; ++ks) {
         uint32_t ah[4], am[4], al[4];
-        LoadASplit3(tt, kLdC, 16 * mt, 16 * ks, ah, am, al);
+        auto part = [&](int pt) {
+          return
+              [&, pt](int r, int q) { return tinv_parts + TinvTPart(pt, 16 * mt + r, 16 * ks, q); };
+        };
+        LdmAP(part(0), ah);
+        LdmAP(part(1), am);
+        LdmAP(part(2), al);
 #pragma unroll
         for (int n = 0; n < 2; ++n) {
           float xb[4];
