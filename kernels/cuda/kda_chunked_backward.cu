@@ -622,6 +622,20 @@ __device__ __forceinline__ float GateSigmoidDerivative(float x) {
   const float r = RcpFtz(1.0f + e);
   return e * r * r;
 }
+// One step of a warp's reduce-scatter over kM values a lane (the first kM of v): lanes with bit
+// kM / 2 set keep the upper half, the others the lower, each adding its partner's copy.
+template <int kM, int kN>
+__device__ __forceinline__ void ReduceScatterStep(float (&v)[kN], int lane) {
+  static_assert(kM <= kN && kM <= 32 && kM >= 2, "kM / 2 is a lane offset");
+  const bool upper = (lane & (kM / 2)) != 0;
+#pragma unroll
+  for (int i = 0; i < kM / 2; ++i) {
+    const float send = upper ? v[i] : v[i + kM / 2];
+    const float keep = upper ? v[i + kM / 2] : v[i];
+    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, kM / 2);
+  }
+}
+
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     KdaChunkGradKernel(const __grid_constant__ ChunkBwdArgs a) {
   using Tr = GradTraits;
@@ -1395,16 +1409,26 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const uint32_t g1 = t + 4 < len ? a.g[((t0 + t + 4) * H + h) * kDim + kc] : 0u;
     graw[j / 2] = g0 | (g1 << 16);
   }
-  // qh . dqh and kh . dkh per token: warp sums over its 32 columns, 4 warps per token group.
+  // qh . dqh and kh . dkh per token: warp sums over its 32 columns, 4 warps per token group. The
+  // 32 sums of a warp (16 tokens, two products) as one reduce-scatter: at the butterfly's steps
+  // (lane offsets 16, 8, 4, 2, 1) each lane keeps half of its values, adding its partner's, so
+  // that lane l ends with value l; 62 shuffles where 32 butterflies took 160. Every sum is the
+  // butterfly's tree (the same pairs at every level; a + b == b + a): the same bits as WarpSum.
+  {
+    float v[2 * kJ];
 #pragma unroll
-  for (int j = 0; j < kJ; ++j) {
-    const int t = tq + 4 * j;
-    const float pq = WarpSum(QhAt(sm, t, kc) * dqh[j]);
-    const float pk = WarpSum(KhAt(sm, t, kc) * dkh[j]);
-    if (lane == 0) {
-      sm.red[0][warp & 3][t] = pq;
-      sm.red[1][warp & 3][t] = pk;
+    for (int j = 0; j < kJ; ++j) {
+      const int t = tq + 4 * j;
+      v[j] = QhAt(sm, t, kc) * dqh[j];
+      v[kJ + j] = KhAt(sm, t, kc) * dkh[j];
     }
+    static_assert(2 * kJ == 32, "one value a lane at the end");
+    ReduceScatterStep<32>(v, lane);
+    ReduceScatterStep<16>(v, lane);
+    ReduceScatterStep<8>(v, lane);
+    ReduceScatterStep<4>(v, lane);
+    ReduceScatterStep<2>(v, lane);
+    sm.red[lane / kJ][warp & 3][tq + 4 * (lane % kJ)] = v[0];
   }
   __syncthreads();
 
