@@ -1412,7 +1412,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   // qh . dqh and kh . dkh per token: warp sums over its 32 columns, 4 warps per token group. The
   // 32 sums of a warp (16 tokens, two products) as one reduce-scatter: at the butterfly's steps
   // (lane offsets 16, 8, 4, 2, 1) each lane keeps half of its values, adding its partner's, so
-  // that lane l ends with value l; 62 shuffles where 32 butterflies took 160. Every sum is the
+  // that lane l ends with value l; 31 shuffles where 32 butterflies took 160. Every sum is the
   // butterfly's tree (the same pairs at every level; a + b == b + a): the same bits as WarpSum.
   {
     float v[2 * kJ];
