@@ -622,20 +622,6 @@ __device__ __forceinline__ float GateSigmoidDerivative(float x) {
   const float r = RcpFtz(1.0f + e);
   return e * r * r;
 }
-// One step of a warp's reduce-scatter over kM values a lane (the first kM of v): lanes with bit
-// kM / 2 set keep the upper half, the others the lower, each adding its partner's copy.
-template <int kM, int kN>
-__device__ __forceinline__ void ReduceScatterStep(float (&v)[kN], int lane) {
-  static_assert(kM <= kN && kM <= 32 && kM >= 2, "kM / 2 is a lane offset");
-  const bool upper = (lane & (kM / 2)) != 0;
-#pragma unroll
-  for (int i = 0; i < kM / 2; ++i) {
-    const float send = upper ? v[i] : v[i + kM / 2];
-    const float keep = upper ? v[i + kM / 2] : v[i];
-    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, kM / 2);
-  }
-}
-
 __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     KdaChunkGradKernel(const __grid_constant__ ChunkBwdArgs a) {
   using Tr = GradTraits;
@@ -1423,11 +1409,11 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       v[kJ + j] = KhAt(sm, t, kc) * dkh[j];
     }
     static_assert(2 * kJ == 32, "one value a lane at the end");
-    ReduceScatterStep<32>(v, lane);
-    ReduceScatterStep<16>(v, lane);
-    ReduceScatterStep<8>(v, lane);
-    ReduceScatterStep<4>(v, lane);
-    ReduceScatterStep<2>(v, lane);
+    ReduceScatterStep<16, 32>(v, lane);
+    ReduceScatterStep<8, 16>(v, lane);
+    ReduceScatterStep<4, 8>(v, lane);
+    ReduceScatterStep<2, 4>(v, lane);
+    ReduceScatterStep<1, 2>(v, lane);
     sm.red[lane / kJ][warp & 3][tq + 4 * (lane % kJ)] = v[0];
   }
   __syncthreads();

@@ -124,6 +124,23 @@ __device__ __forceinline__ T WarpSum(T x) {
   return x;
 }
 
+// One halving step of a warp's reduce-scatter over the first kM values of v, in place: lanes with
+// bit kOffset set keep the upper half, the others the lower, each adding its partner's (lane ^
+// kOffset) copy of the half it keeps into v[0 .. kM / 2). Steps at offsets 16, 8, .. leave lane l
+// with (a partial of) one value, summed by the butterfly's own tree: WarpSum's bits (the same
+// pairs at every level, a + b == b + a) for a fraction of its shuffles.
+template <int kOffset, int kM, typename T, int kN>
+__device__ __forceinline__ void ReduceScatterStep(T (&v)[kN], int lane) {
+  static_assert(kM <= kN && kM >= 2 && kM % 2 == 0 && kOffset >= 1 && kOffset <= 16, "a step");
+  const bool upper = (lane & kOffset) != 0;
+#pragma unroll
+  for (int i = 0; i < kM / 2; ++i) {
+    const T send = upper ? v[i] : v[i + kM / 2];
+    const T keep = upper ? v[i + kM / 2] : v[i];
+    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOffset);
+  }
+}
+
 // log2(e): e^x as the SFU's 2^(x log2 e).
 constexpr float kLog2e = 1.44269504088896340736f;
 
