@@ -498,11 +498,11 @@ struct GradSmem {
   float G[kChunk][kLdG];       // cumulative log-gates: sub-chunk references and offsets (GRef)
   uint16_t k[kChunk][kLdH];    // raw keys (0 for padding): kh = k rk
   uint16_t q[kChunk][kLdH];    // raw queries
-  uint16_t d_o[kChunk][kLdH];  // raw dO
+  uint16_t d_o[kChunk][kLdH];  // raw dO, then Tinv^T's BF16 parts (TinvTPart), then dA's handover
   union {
     float u[kChunk][kLdF];     // U's hi and mid BF16 parts ([kChunk][kLdH] each)
     struct {                   // after dM (U is dead)
-      float da[kChunk][kLdC];  // Tinv^T for [dKb | dVb], then dA (strictly lower)
+      float da[kChunk][kLdC];  // dA (strictly lower)
     } pa;
   } r1;
   float p[kChunk][kLdC];  // P = A / beta (strictly lower), from the start
@@ -952,21 +952,19 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       }
     }
   }
-  __syncthreads();  // U is dead: its space takes -A^T, then dA
+  __syncthreads();  // U is dead: its space takes dA
 
-  // P right of a row's sub-chunk is zeroed (the dbeta sums read whole rows), and the checkpoint
-  // preparation's Tinv = (I + A)^-1 (FP32, from the A of P, W and Uv) goes transposed into the dA
-  // buffer (free until the product below is done): Tinv^T is upper triangular by 16-token blocks,
-  // and every entry the product reads, rows s of block J_s and columns t >= 16 J_s, is there.
-  // Consecutive threads take consecutive rows t of a block: conflict-free transposed stores.
+  // P right of a row's sub-chunk is zeroed (the dbeta sums read whole rows).
 #pragma unroll 1
   for (int e = tid; e < kChunk * kChunk; e += Tr::kThreads) {
     const int t = e / kChunk, i = e % kChunk;
     if (i >= 16 * (t / 16 + 1)) sm.p[t][i] = 0.f;
   }
-  // Tinv^T goes straight into its three BF16 parts (TinvTPart), split once here instead of by each
-  // of the 16 warps in the product below (10 LoadASplit3 a warp). A thread holds rows s0 .. s0 + 3
-  // of column t; with its neighbour's column t ^ 1 (a shuffle) it splits two rows' (t, t + 1)
+  // The checkpoint preparation's Tinv = (I + A)^-1 (FP32, from the A of P, W and Uv), transposed:
+  // Tinv^T is upper triangular by 16-token blocks, and the product below reads rows s of block J_s
+  // at columns t >= 16 J_s. It goes straight into its three BF16 parts (TinvTPart), split once
+  // here instead of by each of the 16 warps (10 LoadASplit3 a warp). A thread holds rows s0 .. s0 +
+  // 3 of column t; with its neighbour's column t ^ 1 (a shuffle) it splits two rows' (t, t + 1)
   // pairs: even t rows s0, s0 + 1, odd t rows s0 + 2, s0 + 3. Split3Pair of the same pairs as
   // LoadASplit3 took: the same parts, the same bits.
   uint16_t* const tinv_parts = reinterpret_cast<uint16_t*>(&sm.d_o[0][0]);  // dO is dead

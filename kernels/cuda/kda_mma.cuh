@@ -346,22 +346,6 @@ __device__ __forceinline__ void StoreStateTileSplit(uint16_t* hi_base, uint16_t*
   }
 }
 
-// A fragment (16 x 16) of a row-major FP32 matrix (row stride ld floats) at (row0, col0), split
-// into BF16 hi and lo parts on the fly (for operands that live in FP32 and are read once or twice).
-__device__ __forceinline__ void LoadASplit(const float* base, int ld, int row0, int col0,
-                                           uint32_t (&hi)[4], uint32_t (&lo)[4]) {
-  const int lane = threadIdx.x & 31;
-  const float* p = base + (row0 + (lane >> 2)) * ld + col0 + 2 * (lane & 3);
-  const float2 x0 = *reinterpret_cast<const float2*>(p);
-  const float2 x1 = *reinterpret_cast<const float2*>(p + 8 * ld);
-  const float2 x2 = *reinterpret_cast<const float2*>(p + 8);
-  const float2 x3 = *reinterpret_cast<const float2*>(p + 8 * ld + 8);
-  SplitPair(x0.x, x0.y, &hi[0], &lo[0]);
-  SplitPair(x1.x, x1.y, &hi[1], &lo[1]);
-  SplitPair(x2.x, x2.y, &hi[2], &lo[2]);
-  SplitPair(x3.x, x3.y, &hi[3], &lo[3]);
-}
-
 // B fragment (16 x 8) of a row-major FP32 matrix B[k][n] (row stride ld floats) at (k0, n0), split
 // into BF16 hi and lo parts: lane (g, q) reads rows k0 + 2q, + 1, + 8, + 9 of column n0 + g.
 __device__ __forceinline__ void LoadBSplit(const float* base, int ld, int k0, int n0,
@@ -399,8 +383,9 @@ __device__ __forceinline__ void Split3Pair(float x0, float x1, uint32_t* hi, uin
   *lo = PackBf16x2(r0 - LowBf16(m), r1 - HighBf16(m));
 }
 
-// LoadASplit with three parts (Split3Pair): hi and mid are exactly the two-part split's hi and
-// lo, so one load serves a BF16x3 and a BF16x6 product alike.
+// A fragment (16 x 16) of a row-major FP32 matrix (row stride ld floats) at (row0, col0), split
+// into three BF16 parts on the fly (Split3Pair): hi and mid are exactly SplitPair's hi and lo, so
+// one load serves a BF16x3 and a BF16x6 product alike.
 __device__ __forceinline__ void LoadASplit3(const float* base, int ld, int row0, int col0,
                                             uint32_t (&hi)[4], uint32_t (&mid)[4],
                                             uint32_t (&lo)[4]) {
