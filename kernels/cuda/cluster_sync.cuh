@@ -34,6 +34,11 @@ __device__ __forceinline__ uint32_t MapaShared(uint32_t s, uint32_t rank) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(s), "r"(rank));
   return r;
 }
+// Barrier of n threads (a multiple of 32) under id 1..15 (0 is __syncthreads'): the threads of a
+// block's part that exchange through shared memory wait only for each other.
+__device__ __forceinline__ void NamedBarrierSync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
 // Split cluster barrier: arrive publishes this thread's earlier (shared) writes, wait returns
 // once every thread of the cluster has arrived and makes their writes visible.
 __device__ __forceinline__ void ClusterArrive() {

@@ -26,6 +26,7 @@
 
 #include <atomic>
 
+#include "cluster_sync.cuh"
 #include "kda_chunked_backward.cuh"
 #include "kda_cluster_launch.cuh"
 #include "kda_common.cuh"
@@ -102,9 +103,7 @@ struct BwdArgs {
 };
 
 // Barrier of one half's 128 threads (ids 1 and 2; 0 is __syncthreads).
-__device__ __forceinline__ void HalfBarrier(int half) {
-  asm volatile("bar.sync %0, %1;" ::"r"(1 + half), "r"(kDim) : "memory");
-}
+__device__ __forceinline__ void HalfBarrier(int half) { NamedBarrierSync(1 + half, kDim); }
 
 // Sums v[0..7] over the 32 lanes of a warp with 9 shuffles: after the three halving steps lane l
 // holds (a partial of) row (l >> 2) & 7, and two plain xor steps finish it.

@@ -483,10 +483,6 @@ struct FwdClusterTraits {
   static_assert(kStreamChunks == 32, "a U warp writes one token's slice a step");
 };
 
-// Block barrier of the first n threads (id 0 is __syncthreads').
-__device__ __forceinline__ void NamedBarrierSync(int id, int n) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
 __device__ __forceinline__ void MbarArrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 struct EmuDim3 {
@@ -34,6 +35,19 @@ inline std::atomic<long> g_emu_mma[64];
 inline void __syncthreads() {
   if (threadIdx.x == 0) g_emu_syncs.fetch_add(1, std::memory_order_relaxed);
   g_block_bar->arrive_and_wait();
+}
+// bar.sync id, n (cluster_sync.cuh): a barrier per id, made by the first of the block's threads
+// to reach it, for n threads.
+inline std::mutex g_named_mu;
+inline std::unique_ptr<std::barrier<>> g_named_bar[16];
+inline void NamedBarrierSync(int id, int n) {
+  std::barrier<>* b;
+  {
+    std::lock_guard<std::mutex> lock(g_named_mu);
+    if (!g_named_bar[id]) g_named_bar[id] = std::make_unique<std::barrier<>>(n);
+    b = g_named_bar[id].get();
+  }
+  b->arrive_and_wait();
 }
 // All 32 lanes must reach it (the kernels call it outside divergent code).
 inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
@@ -125,6 +139,7 @@ inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& bo
         std::barrier<> bar(threads);
         g_block_bar = &bar;
         g_warp_bar.clear();
+        for (auto& nb : g_named_bar) nb.reset();
         for (int w = 0; w < threads / 32; ++w)
           g_warp_bar.push_back(std::make_unique<std::barrier<>>(32));
         std::vector<std::thread> ts;
