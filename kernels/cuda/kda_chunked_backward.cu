@@ -1412,9 +1412,17 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     ReduceScatterStep<4, 8>(v, lane);
     ReduceScatterStep<2, 4>(v, lane);
     ReduceScatterStep<1, 2>(v, lane);
-    sm.red[lane / kJ][warp & 3][tq + 4 * (lane % kJ)] = v[0];
+    // The four warps' partials of a sum are added once, by the lane of the group's first warp that
+    // holds the first: each reading thread adding them took 8 shared loads and 6 adds a token.
+    const int w = lane / kJ, t = tq + 4 * (lane % kJ);
+    if (warp & 3) sm.red[w][warp & 3][t] = v[0];
+    __syncthreads();
+    if ((warp & 3) == 0) {
+      sm.red[w][0][t] = ((v[0] + sm.red[w][1][t]) + sm.red[w][2][t]) + sm.red[w][3][t];
+    }
+    // Only the token group's kDim threads read its sums.
+    NamedBarrierSync(1 + tq, kDim);
   }
-  __syncthreads();
 
   float pdt = 0.f, pal = 0.f;
   const float dtb = a.dt_bias[h * kDim + kc];
@@ -1423,8 +1431,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int t = tq + 4 * j;
     if (t < len) {
       const int64_t base = ((t0 + t) * H + h) * kDim + kc;
-      const float sq = ((sm.red[0][0][t] + sm.red[0][1][t]) + sm.red[0][2][t]) + sm.red[0][3][t];
-      const float sk = ((sm.red[1][0][t] + sm.red[1][1][t]) + sm.red[1][2][t]) + sm.red[1][3][t];
+      const float sq = sm.red[0][0][t], sk = sm.red[1][0][t];
       a.dq[base] = ToBf16(sm.rq[t] * (dqh[j] - QhAt(sm, t, kc) * sq));
       a.dk[base] = ToBf16(sm.rk[t] * (dkh[j] - KhAt(sm, t, kc) * sk));
       const float x =
