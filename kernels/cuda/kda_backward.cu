@@ -79,21 +79,9 @@ struct BwdSmem {
   double fin[BwdTraits::kHalves][BwdTraits::kWarpsPerHalf];
 };
 
-struct BwdArgs {
-  KdaShape s;
-  const uint16_t* q;
-  const uint16_t* k;
-  const uint16_t* g;
-  const uint16_t* beta;
-  const float* A_log;
-  const float* dt_bias;
-  const uint16_t* d_o;
-  const double* tok_d;  // the token pass's decays and scalars (kda_row_pass.cu)
-  const double* tok_s;
-  const double* checkpoints;
-  const double* residual;
-  const double* seg_grad;  // the state gradient at each segment's end
-  float* dinitial_state;
+// The backward kernel reads the row passes' and scans' workspace (SeqBwdArgs) and writes the
+// token gradients and its parameter partials.
+struct BwdArgs : SeqBwdArgs {
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
@@ -471,20 +459,7 @@ Status KdaBackwardSequentialCuda(const KdaBwdParams& p, cudaStream_t stream) {
     const Status recompute = kda_cuda::LaunchRowPass(f, kda_cuda::RowPass::kRecompute, stream);
     if (!recompute.ok()) return recompute;
     kda_cuda::BwdArgs b{};
-    b.s = f.s;
-    b.q = p.q;
-    b.k = p.k;
-    b.g = p.g;
-    b.beta = p.beta;
-    b.A_log = p.A_log;
-    b.dt_bias = p.dt_bias;
-    b.d_o = p.d_o;
-    b.tok_d = f.tok_d;
-    b.tok_s = f.tok_s;
-    b.checkpoints = f.checkpoints;
-    b.residual = f.residual;
-    b.seg_grad = f.seg_grad;
-    b.dinitial_state = p.dinitial_state;
+    static_cast<kda_cuda::SeqBwdArgs&>(b) = f;
     b.dq = p.dq;
     b.dk = p.dk;
     b.dv = p.dv;
