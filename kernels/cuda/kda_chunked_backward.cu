@@ -515,7 +515,7 @@ struct GradSmem {
   float rk[kChunk], rq[kChunk], bt[kChunk];
   float dmd[kChunk];        // dM's diagonal (zeroed in dm: the pair terms run without branches)
   float z[kDim];            // Gam_C[k] sum_v dS1[v][k] S0[v][k]
-  float red[2][4][kChunk];  // per-warp partial dot products qh . dqh, kh . dkh
+  float red[2][4][kChunk];  // per-warp partials of qh . dqh, kh . dkh; then slot 0 the sums
 };
 static_assert(sizeof(GradSmem) + 1024 <= 227 * 1024, "one CTA per SM");
 // The pair terms' split dA and dM: six BF16 planes [kChunk][kLdPair] (rows 144 B apart: the eight
