@@ -628,8 +628,10 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   constexpr int kJ = Tr::kPerThread;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   GradSmem& sm = *reinterpret_cast<GradSmem*>(smem_raw);
-  const int64_t slot = blockIdx.x;
-  const int64_t h = blockIdx.y;
+  // Heads fastest: the CTAs resident together read and write neighbouring head rows of the same
+  // tokens ([tokens, H, kDim]), not one head's rows H * kDim apart.
+  const int64_t slot = blockIdx.y;
+  const int64_t h = blockIdx.x;
   const int64_t H = a.s.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int kc = tid % kDim, tq = tid / kDim;
@@ -1565,6 +1567,8 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
       kda_layout::MakeChunkBwdLayout(p.B, p.T, p.H, p.num_docs);
   const int64_t slots = kda_layout::ChunkSlots(tokens, f.s.N);
   if (slots > 0x7fffffff) return InvalidArgument("kda: too many tokens for one call");
+  // (candidate: the grid's y dimension; a merged version would fold larger counts into z)
+  if (slots > 65535) return InvalidArgument("kda: too many chunks for this build's grid");
   char* ws = static_cast<char*>(p.workspace);
   ChunkBwdArgs b{};
   b.s = f.s;
@@ -1631,7 +1635,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     static std::atomic<uint64_t> done{0};
     Status attr = AllowSmem(KdaChunkGradKernel, kSmem, &done, "the chunked backward");
     if (!attr.ok()) return attr;
-    const dim3 grad_grid(static_cast<unsigned>(slots), static_cast<unsigned>(f.s.H));
+    const dim3 grad_grid(static_cast<unsigned>(f.s.H), static_cast<unsigned>(slots));
     KdaChunkGradKernel<<<grad_grid, GradTraits::kThreads, kSmem, stream>>>(b);
     Status grad = CheckLaunch("the chunked backward's per-chunk pass");
     if (!grad.ok()) return grad;
