@@ -24,6 +24,7 @@ struct EmuDim3 {
 };
 inline thread_local EmuDim3 threadIdx;
 inline EmuDim3 blockIdx;
+inline EmuDim3 gridDim;
 inline std::barrier<>* g_block_bar = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;
 inline float g_shfl[64][32];
@@ -128,6 +129,7 @@ inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]
 }
 
 inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& body) {
+  gridDim = {std::max(1u, grid.x), std::max(1u, grid.y), std::max(1u, grid.z)};
   for (unsigned z = 0; z < std::max(1u, grid.z); ++z)
     for (unsigned y = 0; y < std::max(1u, grid.y); ++y)
       for (unsigned x = 0; x < std::max(1u, grid.x); ++x) {
