@@ -41,7 +41,6 @@
 //    (bulk prefetch) at its start and before dA, and one CTA an SM waits on L2, not DRAM.
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <string>
@@ -65,7 +64,6 @@ constexpr int kChunk = static_cast<int>(kda_layout::kChunk);
 constexpr int kPartials = static_cast<int>(kda_layout::kBwdPartials);
 constexpr int kChunkPFloats = static_cast<int>(kda_layout::kChunkPFloats);
 static_assert(kChunk == 64 && kDim == 128, "index arithmetic below assumes C = 64, K = V = 128");
-constexpr int64_t kMaxGridY = 65535;  // a grid's y and z dimensions
 
 struct ChunkBwdArgs {
   KdaShape s;
@@ -631,12 +629,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   constexpr int kJ = Tr::kPerThread;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   GradSmem& sm = *reinterpret_cast<GradSmem*>(smem_raw);
-  // Heads fastest: the CTAs resident together read and write neighbouring head rows of the same
-  // tokens ([tokens, H, kDim]), not one head's rows H * kDim apart (H200, kda96: the backward
-  // -1.0% at (1, 32768, 16)). The slots run along y, and on along z past y's limit.
-  const int64_t slot = blockIdx.y + static_cast<int64_t>(blockIdx.z) * gridDim.y;
+  const int64_t slot = ChunkSlotOfBlock();  // ChunkSlotGrid
   const int64_t h = blockIdx.x;
-  if (slot >= a.slots) return;  // the last z row's CTAs past the last slot
+  if (slot >= a.slots) return;  // past the last slot (a gap slot would write partials)
   const int64_t H = a.s.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int kc = tid % kDim, tq = tid / kDim;
@@ -1639,10 +1634,7 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     static std::atomic<uint64_t> done{0};
     Status attr = AllowSmem(KdaChunkGradKernel, kSmem, &done, "the chunked backward");
     if (!attr.ok()) return attr;
-    const int64_t grid_y = std::max<int64_t>(1, std::min<int64_t>(slots, kMaxGridY));
-    const dim3 grad_grid(static_cast<unsigned>(f.s.H), static_cast<unsigned>(grid_y),
-                         static_cast<unsigned>((slots + grid_y - 1) / grid_y));
-    KdaChunkGradKernel<<<grad_grid, GradTraits::kThreads, kSmem, stream>>>(b);
+    KdaChunkGradKernel<<<ChunkSlotGrid(slots, f.s.H), GradTraits::kThreads, kSmem, stream>>>(b);
     Status grad = CheckLaunch("the chunked backward's per-chunk pass");
     if (!grad.ok()) return grad;
   }

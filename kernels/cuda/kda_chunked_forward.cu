@@ -538,12 +538,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   using Th = PrepThreads<kThreads>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   PrepSmem& sm = *reinterpret_cast<PrepSmem*>(smem_raw);
-  const int64_t slot = blockIdx.x;
-  const int64_t h = blockIdx.y;
+  const int64_t slot = ChunkSlotOfBlock();  // ChunkSlotGrid
+  const int64_t h = blockIdx.x;
   const int64_t H = a.s.H;
 
   int64_t bos, eos, chunk;
-  if (!LocateChunkSlot(a.s, slot, &bos, &eos, &chunk)) return;  // a gap slot
+  if (!LocateChunkSlot(a.s, slot, &bos, &eos, &chunk)) return;  // a gap slot, or past the last
   ChunkCtx c;
   c.a = &a;
   c.p_out = kCheckpoint ? a.chunk_p + (slot * H + h) * kda_layout::kChunkPFloats : nullptr;
@@ -1722,8 +1722,7 @@ Status LaunchPrep(const FwdArgs& a, char* ws, int64_t slots, cudaStream_t stream
   auto* kernel = KdaChunkPrepKernel<kThreads, kCheckpoint>;
   Status st = AllowSmem(kernel, kSmem, &done, "the chunk preparation");
   if (!st.ok()) return st;
-  const dim3 grid(static_cast<unsigned>(slots), static_cast<unsigned>(a.s.H));
-  kernel<<<grid, kThreads, kSmem, stream>>>(a, ws);
+  kernel<<<ChunkSlotGrid(slots, a.s.H), kThreads, kSmem, stream>>>(a, ws);
   return CheckLaunch("the chunk preparation");
 }
 

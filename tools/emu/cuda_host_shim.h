@@ -128,6 +128,8 @@ inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]
   g_warp_bar[w]->arrive_and_wait();
 }
 
+// A launch's dim3 (e.g. the kernels' ChunkSlotGrid) as EmuLaunch's grid.
+inline EmuDim3 EmuGrid(dim3 g) { return {g.x, g.y, g.z}; }
 inline void EmuLaunch(EmuDim3 grid, int threads, const std::function<void()>& body) {
   gridDim = {std::max(1u, grid.x), std::max(1u, grid.y), std::max(1u, grid.z)};
   for (unsigned z = 0; z < std::max(1u, grid.z); ++z)

@@ -9,7 +9,7 @@
 // the device's launch: the emulated CTA issues its peer's copies too).
 void EmuChunkedForwardCheckpoints(const FwdArgs& a, char* ws) {
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
-  EmuLaunch({unsigned(slots), unsigned(a.s.H), 1}, kPrepThreads,
+  EmuLaunch(EmuGrid(ChunkSlotGrid(slots, a.s.H)), kPrepThreads,
             [&] { KdaChunkPrepKernel<kPrepThreads, true>(a, ws); });
   EmuLaunch({unsigned(StateTraits<16>::kSlices), unsigned(a.s.H), unsigned(a.s.N)},
             StateTraits<16>::kThreads, [&] { KdaChunkStateKernel<16, true, true>(a, ws); });

@@ -114,7 +114,7 @@ FwdInputs InputsOf(const Problem& p, float lower_bound) {
 inline void EmuPrep(const cakegrad::kernels::kda_cuda::FwdArgs& f, char* ws) {
   namespace kc = cakegrad::kernels::kda_cuda;
   const int64_t slots = cakegrad::kernels::kda_layout::ChunkSlots(f.s.total_tokens, f.s.N);
-  EmuLaunch({unsigned(slots), unsigned(f.s.H), 1}, kc::kPrepThreads,
+  EmuLaunch(EmuGrid(kc::ChunkSlotGrid(slots, f.s.H)), kc::kPrepThreads,
             [&] { kc::KdaChunkPrepKernel<kc::kPrepThreads>(f, ws); });
 }
 // kPlain: the plain instance even where the device launches 2-CTA clusters (its fallback).

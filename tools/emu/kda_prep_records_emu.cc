@@ -26,6 +26,13 @@ constexpr int kPrepThreads = PREP_THREADS;
 #define PREP_KERNEL KdaChunkPrepKernel
 constexpr int kPrepThreads = kda_cuda::kPrepThreads;  // the shipped instance
 #endif
+// -DPREP_SLOTS_ALONG_X: the grid of versions before ChunkSlotGrid (slots along x, heads along y).
+#ifdef PREP_SLOTS_ALONG_X
+#define PREP_GRID(slots, H) \
+  EmuDim3 { unsigned(slots), unsigned(H), 1 }
+#else
+#define PREP_GRID(slots, H) EmuGrid(kda_cuda::ChunkSlotGrid(slots, H))
+#endif
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
@@ -66,8 +73,7 @@ int main(int argc, char** argv) {
     char* wsp = reinterpret_cast<char*>(ws.data());
     g_emu_syncs = 0;
     for (auto& m : g_emu_mma) m = 0;
-    EmuLaunch({unsigned(slots), unsigned(H), 1}, kPrepThreads,
-              [&] { kda_cuda::PREP_KERNEL(f, wsp); });
+    EmuLaunch(PREP_GRID(slots, H), kPrepThreads, [&] { kda_cuda::PREP_KERNEL(f, wsp); });
     // Per block: barriers, and the mma.sync of the busiest warp (its tensor critical path) against
     // the mean over warps (gap slots run no barrier and no mma, so blocks = those with a barrier).
     long mma_max = 0, mma_sum = 0;

@@ -51,7 +51,7 @@ int main() {
     f.chunk_tinv = chunk_tinv.data();
     f.chunk_u = chunk_u.data();
     f.chunk_kdt3 = kdt3.data();
-    EmuLaunch({unsigned(slots), unsigned(H), 1}, kda_cuda::kPrepThreads,
+    EmuLaunch(EmuGrid(kda_cuda::ChunkSlotGrid(slots, H)), kda_cuda::kPrepThreads,
               [&] { kda_cuda::KdaChunkPrepKernel<kda_cuda::kPrepThreads, true>(f, wsp); });
     f.checkpoints = ck.data();
     f.final_state = fs.data();

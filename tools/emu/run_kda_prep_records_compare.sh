@@ -26,7 +26,10 @@ run() {  # run DIR TAG [g++ flags]
     -o "$out/$dir/prep_emu_$tag" -lpthread
   "$out/$dir/prep_emu_$tag" "$out/$dir/records_$tag.bin"
 }
-run base default
+# A base from before ChunkSlotGrid launched the slots along x.
+base_flags=()
+grep -q ChunkSlotOfBlock "$out/base/kda_chunked_forward.cu" || base_flags=(-DPREP_SLOTS_ALONG_X)
+run base default "${base_flags[@]}"
 rc=0
 for n in "${threads[@]}"; do
   if [ "$n" = default ]; then run new default; else run new "$n" -DPREP_THREADS="$n"; fi
