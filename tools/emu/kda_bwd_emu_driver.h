@@ -317,14 +317,15 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   if (!g_exact_ds1.empty()) {
     std::memcpy(b.ds1, g_exact_ds1.data(), g_exact_ds1.size() * sizeof(float));
   }
-  // Heads along x, slots along y and on along z; EMU_GRAD_GRID_Y=n folds the slots at n rows (the
-  // launch folds them at 65535) to exercise the z rows and the CTAs past the last slot.
-  const char* fold = std::getenv("EMU_GRAD_GRID_Y");
-  const int64_t grid_y = fold != nullptr ? std::max<int64_t>(1, std::atoll(fold)) : slots;
+  // The launch's grid (ChunkSlotGrid); EMU_GRAD_GRID_Y=n folds the slots at n rows instead of
+  // 65535, to exercise the z rows and the CTAs past the last slot.
   b.slots = slots;
-  EmuLaunch({unsigned(H), unsigned(std::min<int64_t>(grid_y, slots)),
-             unsigned((slots + grid_y - 1) / grid_y)},
-            GradTraits::kThreads, [&] { KdaChunkGradKernel(b); });
+  EmuDim3 grid = EmuGrid(ChunkSlotGrid(slots, H));
+  if (const char* fold = std::getenv("EMU_GRAD_GRID_Y")) {
+    const int64_t y = std::max<int64_t>(1, std::min<int64_t>(std::atoll(fold), slots));
+    grid = {unsigned(H), unsigned(y), unsigned((slots + y - 1) / y)};
+  }
+  EmuLaunch(grid, GradTraits::kThreads, [&] { KdaChunkGradKernel(b); });
   EmuLaunch({unsigned(H), 1, 1}, kReduceThreads,
             [&] { KdaChunkParamReduceKernel(b.partials, slots, H, o.dA.data(), o.ddt.data()); });
   return o;
