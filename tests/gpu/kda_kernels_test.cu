@@ -330,10 +330,10 @@ TEST(KdaKernelsAccuracyPinned, SequentialDalogOnTheIllConditionedOneHeadDraw) {
 
 // SPEC's 1e-4 holds for dA_log on the kernels a call takes by default: below
 // kKdaChunkedBackwardMinHeads heads auto runs the sequential ones (kda.h). The chunked ones, when
-// asked for there, keep FP32 terms of a per-head sum that cancels strongly, and miss 1e-4 on about
-// 1% of fresh draws at one and two heads (H200, 2026-12-01: 4 of 814 draws over, the worst
-// 1.83e-4; bench/results/kda_h200.md, thirty-first session). There they are held to the tail's
-// documented bound, and a draw past 1e-4 is printed as such.
+// asked for there, keep FP32 terms of a per-head sum that cancels strongly, and miss 1e-4 on up to
+// ~1% of fresh draws on the worst shapes (H200, 2026-12-01: two heads with slow decay 3 of 381,
+// one head 2 of 300, the worst 1.83e-4; bench/results/kda_h200.md, thirty-first session). There
+// they are held to the tail's documented bound, and a draw past 1e-4 is printed as such.
 constexpr double kChunkedFewHeadsDalogLimit = 1e-3;
 
 // Every output of one run (forward, then either backward) against the FP64 reference.
