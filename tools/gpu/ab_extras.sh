@@ -12,8 +12,9 @@
 #                            reduce, a "kernel time" line each (tools/gpu/final_build_call.sh too)
 #   ab_ncu_kernels DIR "V ..." ["CASES"]   ab_ncu_case for each variant and case (default
 #                            "0 1 2"), skipped once $(ab_el) passes AB_NCU_UNTIL
-#   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG: the
-#                            count over 1e-4 and 3e-5, the median and the worst two with seeds
+#   ab_dalog_tail DIR V TAG N   N fresh draws of the chunked backward's accuracy test TAG
+#                            (tools/gpu/kda_draws_call.sh, from a random seed base): the count
+#                            over 1e-4, the median, p90 and the worst with its seed
 #   ab_paired_tails DIR "BASE CAND" "TAG ..." N SEED_BASE   the same N draws (KDA_TEST_SEED_BASE)
 #                            for both builds at each TAG, all in parallel, one process each:
 #                            ab_tails_pairs with TAG:N:1:SEED_BASE for every TAG
@@ -91,16 +92,9 @@ ab_ncu_kernels() {
   done | tee -a "$AB_OUT/ncu_summary.txt"
 }
 ab_dalog_tail() {
-  local dir=$1 v=$2 tag=$3 n=$4
-  local log=$AB_OUT/tail_${v}_$tag.log sorted=$AB_OUT/tail_${v}_$tag.sorted
-  timeout "${AB_TAIL_TIMEOUT:-90}" "$dir/$v/cakegrad_gpu_kda_tests" \
-    --gtest_filter="Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$tag*" \
-    --gtest_repeat="$n" > "$log" 2>&1
-  ab_draws < "$log" | awk '{print $2, $1}' | sort -g > "$sorted"
-  echo "$v $tag: $(wc -l < "$sorted") draws, over 1e-4: $(awk '$1 > 1e-4' "$sorted" | wc -l)," \
-    "over 3e-5: $(awk '$1 > 3e-5' "$sorted" | wc -l)," \
-    "median $(ab_median "$sorted" 1)," \
-    "worst: $(tail -2 "$sorted" | tr '\n' ' ') at $(ab_el) s" | tee -a "$AB_OUT/tail_summary.txt"
+  OUT=$AB_OUT LIMIT_S="${AB_TAIL_TIMEOUT:-90}" bash tools/gpu/kda_draws_call.sh \
+    "$1/$2/cakegrad_gpu_kda_tests" "Shapes/KdaChunkedBackwardAccuracy.MatchesFp64Reference/$3*" \
+    "$4" "$((RANDOM * 32768 + RANDOM))" | tee -a "$AB_OUT/tail_summary.txt"
 }
 ab_paired_tails() {
   local dir=$1 pair=$2 tags=$3 n=$4 seed=$5 tag specs=""
