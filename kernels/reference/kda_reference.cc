@@ -131,7 +131,7 @@ void Backward(const Problem& p, const std::vector<double>& d_o, const std::vecto
   gr->dbeta.assign(p.total_tokens * H, 0.0);
   gr->ds0.assign(N * H * kDD, 0.0);
   // Per-pair parameter gradients, summed over documents in order after the threads join.
-  std::vector<double> pair_dA(N * H, 0.0), pair_ddt(N * H * kD, 0.0);
+  std::vector<double> pair_dA(N * H, 0.0), pair_dA_terms(N * H, 0.0), pair_ddt(N * H * kD, 0.0);
 
   ForEachPair(N, H, [&](int64_t n, int64_t h) {
     const int64_t bos = p.cu[n], eos = p.cu[n + 1], L = eos - bos;
@@ -223,6 +223,7 @@ void Backward(const Problem& p, const std::vector<double>& d_o, const std::vecto
           dg[i] = dz * ea;
           pair_ddt[(n * H + h) * kD + i] += dz * ea;  // z is linear in dt_bias and g
           pair_dA[n * H + h] += dz * q.z[i];
+          pair_dA_terms[n * H + h] += std::abs(dz * q.z[i]);
         }
       }
     }
@@ -230,10 +231,12 @@ void Backward(const Problem& p, const std::vector<double>& d_o, const std::vecto
   });
 
   gr->dA_log.assign(H, 0.0);
+  gr->dA_log_terms.assign(H, 0.0);
   gr->ddt_bias.assign(H * kD, 0.0);
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t h = 0; h < H; ++h) {
       gr->dA_log[h] += pair_dA[n * H + h];
+      gr->dA_log_terms[h] += pair_dA_terms[n * H + h];
       for (int64_t i = 0; i < kD; ++i) gr->ddt_bias[h * kD + i] += pair_ddt[(n * H + h) * kD + i];
     }
   }

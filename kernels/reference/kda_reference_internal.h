@@ -25,6 +25,9 @@ struct Problem {
 
 struct Grads {
   std::vector<double> dq, dk, dv, dg, dbeta, dA_log, ddt_bias, ds0;
+  // [H]: the sum of |term| over dA_log's terms (one a token and key channel). dA_log cancels
+  // strongly; an FP32 form's error scales with this, not with |dA_log| (the tests print both).
+  std::vector<double> dA_log_terms;
 };
 
 // o: [total_tokens, H, 128]; final_state: [N, H, 128, 128]. Resizes both.

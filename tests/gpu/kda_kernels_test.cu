@@ -373,6 +373,22 @@ void CheckAgainstFp64(Problem& pr, const char* tag, BackwardKernels backward) {
                     : "");
     EXPECT_LE(err, c.tol) << c.name;
   }
+  // dA_log's error against the magnitude of its terms (kda_ref::Grads::dA_log_terms). Where the
+  // error is the terms' FP32 rounding this ratio stays near FP32's epsilon however much the sum
+  // cancels, while rel-L2 divides by a sum that may cancel to nearly nothing. Printed for every
+  // draw, so that the suites' logs show whether it does and a bound of that form can be set.
+  const std::vector<double>& dalog = std::find_if(checks.begin(), checks.end(), [](const Check& c) {
+                                       return std::string(c.name) == "dA_log";
+                                     })->got;
+  double worst = 0.0, cancel = 0.0;
+  for (size_t h = 0; h < dalog.size(); ++h) {
+    const double terms = gr.dA_log_terms[h];
+    if (terms == 0.0) continue;
+    worst = std::max(worst, std::abs(dalog[h] - gr.dA_log[h]) / terms);
+    cancel = std::max(cancel, terms / std::max(std::abs(gr.dA_log[h]), 1e-300));
+  }
+  std::printf("[ %s ] %s dA_log/terms %.3e (terms up to %.3g x |dA_log|)\n", tag,
+              pr.sh.Name().c_str(), worst, cancel);
 }
 
 std::vector<Shape> AccuracyShapes() {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "reference/kda_reference_internal.h"
 #include "cakegrad/kernels/kda.h"
 #include "common/test_util.h"
+#include "reference/kda_reference_internal.h"
 
 namespace cakegrad::kernels {
 namespace {
@@ -107,6 +107,23 @@ void CheckAllGradients(std::vector<int64_t> cu, int64_t H, double scale, double 
   CheckInput("A_log", &p, &p.A_log, g.dA_log, d_o, dfs, samples);
   CheckInput("dt_bias", &p, &p.dt_bias, g.ddt_bias, d_o, dfs, samples);
   CheckInput("initial_state", &p, &p.s0, g.ds0, d_o, dfs, samples);
+  // dA_log's terms, one a token and key channel: dg (g + dt_bias), since the gate's argument
+  // exp(A_log) (g + dt_bias) is linear in g with slope exp(A_log).
+  ASSERT_EQ(g.dA_log_terms.size(), static_cast<size_t>(H));
+  for (int64_t h = 0; h < H; ++h) {
+    double sum = 0.0, abs_sum = 0.0;
+    for (int64_t t = 0; t < p.total_tokens; ++t) {
+      for (int64_t i = 0; i < kD; ++i) {
+        const int64_t e = (t * H + h) * kD + i;
+        const double term = g.dg[e] * (p.g[e] + p.dt_bias[h * kD + i]);
+        sum += term;
+        abs_sum += std::fabs(term);
+      }
+    }
+    EXPECT_NEAR(g.dA_log[h], sum, 1e-9 * abs_sum) << "head " << h;
+    EXPECT_NEAR(g.dA_log_terms[h], abs_sum, 1e-12 * abs_sum) << "head " << h;
+    EXPECT_GT(g.dA_log_terms[h], 0.0) << "head " << h;
+  }
 }
 
 TEST(KdaReference, GradientsMatchFiniteDifferencesOneDoc) {
