@@ -114,9 +114,10 @@ __device__ __forceinline__ T* CheckpointAt(T* checkpoints, int64_t bos, int64_t 
 // resident together read and write neighbouring head rows of the same tokens ([tokens, H, kDim])
 // rather than one head's rows H * kDim apart (H200, kda96: the chunked backward -0.3..-1.0% with
 // the gradients' kernel so); the chunk slots along y, and on along z past y's 65535. The last z
-// row's CTAs past the last slot have no chunk.
-inline dim3 ChunkSlotGrid(int64_t slots, int64_t H) {
-  const int64_t y = slots < 1 ? 1 : slots < 65535 ? slots : 65535;
+// row's CTAs past the last slot have no chunk. max_y below 65535 folds earlier (the host emulator's
+// test of the z rows).
+inline dim3 ChunkSlotGrid(int64_t slots, int64_t H, int64_t max_y = 65535) {
+  const int64_t y = slots < 1 ? 1 : slots < max_y ? slots : max_y;
   return dim3(static_cast<unsigned>(H), static_cast<unsigned>(y),
               static_cast<unsigned>((slots + y - 1) / y));
 }

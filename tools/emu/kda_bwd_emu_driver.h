@@ -320,12 +320,10 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   // The launch's grid (ChunkSlotGrid); EMU_GRAD_GRID_Y=n folds the slots at n rows instead of
   // 65535, to exercise the z rows and the CTAs past the last slot.
   b.slots = slots;
-  EmuDim3 grid = EmuGrid(ChunkSlotGrid(slots, H));
-  if (const char* fold = std::getenv("EMU_GRAD_GRID_Y")) {
-    const int64_t y = std::max<int64_t>(1, std::min<int64_t>(std::atoll(fold), slots));
-    grid = {unsigned(H), unsigned(y), unsigned((slots + y - 1) / y)};
-  }
-  EmuLaunch(grid, GradTraits::kThreads, [&] { KdaChunkGradKernel(b); });
+  const char* fold = std::getenv("EMU_GRAD_GRID_Y");
+  const int64_t max_y = fold != nullptr ? std::max<int64_t>(1, std::atoll(fold)) : 65535;
+  EmuLaunch(EmuGrid(ChunkSlotGrid(slots, H, max_y)), GradTraits::kThreads,
+            [&] { KdaChunkGradKernel(b); });
   EmuLaunch({unsigned(H), 1, 1}, kReduceThreads,
             [&] { KdaChunkParamReduceKernel(b.partials, slots, H, o.dA.data(), o.ddt.data()); });
   return o;
