@@ -222,8 +222,9 @@ void Backward(const Problem& p, const std::vector<double>& d_o, const std::vecto
           const double dz = dd[i] * q.d[i] * p.lower_bound * q.s[i] * (1.0 - q.s[i]);
           dg[i] = dz * ea;
           pair_ddt[(n * H + h) * kD + i] += dz * ea;  // z is linear in dt_bias and g
-          pair_dA[n * H + h] += dz * q.z[i];
-          pair_dA_terms[n * H + h] += std::abs(dz * q.z[i]);
+          const double term = dz * q.z[i];
+          pair_dA[n * H + h] += term;
+          pair_dA_terms[n * H + h] += std::abs(term);
         }
       }
     }

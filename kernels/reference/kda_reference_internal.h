@@ -26,7 +26,7 @@ struct Problem {
 struct Grads {
   std::vector<double> dq, dk, dv, dg, dbeta, dA_log, ddt_bias, ds0;
   // [H]: the sum of |term| over dA_log's terms (one a token and key channel). dA_log cancels
-  // strongly; an FP32 form's error scales with this, not with |dA_log| (the tests print both).
+  // strongly, so the tests print an FP32 form's error against this as well as against |dA_log|.
   std::vector<double> dA_log_terms;
 };
 

@@ -55,11 +55,11 @@ struct KdaFwdParams {
 // (2, 65, 1) 2 of 300 draws over, at two heads with slow decay over 4197 packed tokens 3 of 381
 // (the worst 1.5e-4; a suite run met 1.6e-4), so up to ~1% of draws on such shapes, none of 958
 // on three other shapes at two and three heads; H = 4 within 1.1e-5 on all of 1050 and within
-// 3.6e-5 on 398 more. The sequential one runs in FP64
-// (twenty-fifth session: dA_log within 5.7e-8 on 1000 draws at B = 2, T = 65, H = 1, where its FP32
-// form missed 1e-4 on about 1 draw in 300), on segments of each document in parallel
-// (twenty-seventh session: 1.55 ms at B = 1, T = 8192, H = 1, where the chunked one takes 0.36).
-// kAuto therefore takes the chunked kernels from kKdaChunkedBackwardMinHeads heads on.
+// 3.6e-5 on 398 more. The sequential one runs in FP64 (twenty-fifth session: dA_log within
+// 5.7e-8 on 1000 draws at B = 2, T = 65, H = 1, where its FP32 form missed 1e-4 on about 1 draw in
+// 300), on segments of each document in parallel (twenty-seventh session: 1.55 ms at B = 1,
+// T = 8192, H = 1, where the chunked one takes 0.36). kAuto therefore takes the chunked kernels
+// from kKdaChunkedBackwardMinHeads heads on.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
 
 constexpr int64_t kKdaChunkedBackwardMinHeads = 4;
