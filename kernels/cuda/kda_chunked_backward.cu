@@ -52,8 +52,8 @@
 #include "kda_mma.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
+#include "pdl_launch.h"
 #include "per_device_memo.h"
-#include "stream_fork.h"
 #endif
 
 namespace cakegrad::kernels {
@@ -85,6 +85,9 @@ struct ChunkBwdArgs {
   const float* chunk_p;       // [slots, H, kChunkPFloats] P of each chunk (kernel 1)
   const float* chunk_tinv;    // [slots, H, kChunkPFloats] Tinv = (I + A)^-1 (kernel 1)
   const float* chunk_u;       // [slots, H, 64, 128] U = Uv - W S0^T (kernel 1's state pass)
+  unsigned* ready;            // nullable: [slots, H] the CTAs of kernel 1's state pass and of
+                              // kernel 2 done with the slot (SignalSlotsReady)
+  unsigned ready_target;      // ... of ready_target (their slices of state rows)
   uint16_t* dq;
   uint16_t* dk;
   uint16_t* dv;
@@ -188,6 +191,9 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   ChainSmem<kRows>& sm = *reinterpret_cast<ChainSmem<kRows>*>(smem);
   ChainBarriers& mb = *reinterpret_cast<ChainBarriers*>(smem + sizeof(ChainSmem<kRows>));
   static_assert(sizeof(ChainSmem<kRows>::kd) % 1024 == 0, "tiles 1024-byte aligned");
+  // The state pass is launched behind this kernel as a programmatic dependent (KdaBackward-
+  // ChunkedCuda): it may begin once every CTA here has.
+  GridLaunchDependents();
   const int v0 = blockIdx.x * kRows;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -405,6 +411,12 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
     }
     CpAsyncWait<0>();  // B(c) (plain), dO(c - 1)
     __syncthreads();   // dU^T complete; every warp is done with A(c) and the split dS
+    {  // this CTA's rows of dS1 and dU are written down to chunk c (kReadyBatch a count)
+      const int batched = static_cast<int>(i % kReadyBatch) + 1;
+      if (tid == 0 && a.ready != nullptr && (batched == kReadyBatch || c == 0)) {
+        SignalSlotsReady(a.ready + slot_of(c) * H + h, H, batched);
+      }
+    }
     if constexpr (kMc) {
       if (lead && c >= Tr::kStagesA) {
         MbarArrivePeer(&mb.empty_a, peer);
@@ -631,7 +643,15 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   GradSmem& sm = *reinterpret_cast<GradSmem*>(smem_raw);
   const int64_t slot = ChunkSlotOfBlock();  // ChunkSlotGrid
   const int64_t h = blockIdx.x;
-  if (slot >= a.slots) return;  // past the last slot (a gap slot would write partials)
+  // Every exit waits for the state pass to complete first (GridDependencyWait; the launch says
+  // why), the early ones too. Every CTA, not only one: a CTA that ends while the state pass still
+  // runs then keeps its SM, and fewer of this kernel's CTAs compete with that latency-bound pass
+  // for memory (with one waiting CTA the backward was 1-2% slower on the H200; kda_h200.md,
+  // thirty-second session).
+  if (slot >= a.slots) {  // past the last slot (a gap slot would write partials)
+    GridDependencyWait();
+    return;
+  }
   const int64_t H = a.s.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int kc = tid % kDim, tq = tid / kDim;
@@ -641,6 +661,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const bool gap = !LocateChunkSlot(a.s, slot, &bos, &eos, &chunk);
   if (gap) {  // the reduce sums every slot: a gap contributes zeros
     for (int e = tid; e < kPartials; e += Tr::kThreads) part_out[e] = 0.f;
+    GridDependencyWait();
     return;
   }
   const int64_t t0 = bos + chunk * kChunk;
@@ -651,11 +672,17 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const float exp_a = expf(a.A_log[h]);
   const float scale = a.s.scale;
 
+  // The reverse chain and the checkpoint state pass may still be running beside this kernel
+  // (KdaBackwardChunkedCuda): this slot's S0, U, dS1 and dU are there once its ready_target CTAs
+  // of both have counted in. Asked here for the prefetch below; thread 0 waits for it, if need
+  // be, before the barrier ahead of U's and dU's staging, the first read of any of them.
+  bool slot_ready = true;  // thread 0's answer is the one the wait below goes by
   // What launches 1 and 2 wrote for this CTA lies in DRAM (the workspace is gigabytes), and one
   // CTA an SM cannot hide a phase's wait for it. The copy engine brings it into L2 from the start,
   // in two rounds so that the resident CTAs' share of L2 stays ~25 MB: S0, dS1, U, dU, P and Tinv
   // here (210 KB, read from the z sums on), -W, Uv, V and g after dKdec (96 KB, read from dA on).
-  if (warp == Tr::kWarps - 1 && lane < 6) {
+  if (warp == 0) {
+    slot_ready = a.ready == nullptr || SlotReady(a.ready + slot * H + h, a.ready_target);
     const int64_t sq = (slot * H + h) * kDimSq, cd = (slot * H + h) * kChunk * kDim;
     const int64_t cp = (slot * H + h) * kChunkPFloats;
     const float* const src = lane == 0   ? a.s0 + sq
@@ -664,7 +691,9 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
                              : lane == 3 ? a.du + cd
                              : lane == 4 ? a.chunk_p + cp
                                          : a.chunk_tinv + cp;
-    PrefetchL2(src, lane < 2 ? 4 * kDimSq : lane < 4 ? 4 * kChunk * kDim : 4 * kChunkPFloats);
+    if (lane < 6 && (slot_ready || lane >= 4)) {
+      PrefetchL2(src, lane < 2 ? 4 * kDimSq : lane < 4 ? 4 * kChunk * kDim : 4 * kChunkPFloats);
+    }
   }
 
   // Per token (warp per token, lane owns k = 4 lane .. 4 lane + 3): exactly the forward
@@ -739,7 +768,14 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
       *reinterpret_cast<float4*>(&sm.p[16 * J + rem / width][rem % width]) = pp[e4];
     }
   }
-  __syncthreads();
+  if (tid == 0 && !slot_ready) {
+    const int64_t sh = slot * H + h;
+    WaitSlotReady(a.ready + sh, a.ready_target);
+    // The states only (read from the z sums on): U's and dU's prefetch too spilled 68 B.
+    PrefetchL2(a.s0 + sh * kDimSq, 4 * kDimSq);
+    PrefetchL2(a.ds1 + sh * kDimSq, 4 * kDimSq);
+  }
+  __syncthreads();  // P staged; this slot's S0, U, dS1 and dU written (thread 0's acquire above)
   // U = Uv - W S0^T and dU = scale M^T dO + Kdec dS1^T come from the workspace: U as the checkpoint
   // state pass made it for S1, dU as the reverse chain made it for dS0 (FP32, per chunk slot; the
   // same products at the same precision, BF16x3, which this pass used to redo from its own
@@ -1454,6 +1490,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int w = tid / kDim, k = tid % kDim;
     part_out[tid] = ((part[w][0][k] + part[w][1][k]) + part[w][2][k]) + part[w][3][k];
   }
+  GridDependencyWait();  // the grid completes after the state pass: see the launch
 }
 
 // ---- kernel 4: the parameter reduce ------------------------------------------------------------
@@ -1515,8 +1552,9 @@ Status LaunchChainAs(const ChunkBwdArgs& b, int64_t slots, cudaStream_t stream) 
   const Status encoded = EncodeRecordMaps(&maps, b.records, slots * b.s.H);
   if (!encoded.ok()) return encoded;
   bool launched = false;
-  const Status st = LaunchClusterPair(mc, grid, Tr::kThreads, kSmem, stream, &resident_clusters,
-                                      "the chunked backward's reverse chain", &launched, b, maps);
+  const Status st =
+      LaunchClusterPair(mc, grid, Tr::kThreads, kSmem, stream, false, &resident_clusters,
+                        "the chunked backward's reverse chain", &launched, b, maps);
   if (!st.ok() || launched) return st;
   const auto plain = KdaChunkDstateKernel<kRows, false>;
   const Status attr_plain = AllowSmem(plain, kSmem, &done_plain, "the reverse chain");
@@ -1545,7 +1583,8 @@ Status LaunchChain(const ChunkBwdArgs& b, int64_t slots, int rows, cudaStream_t 
 // both follow the preparation and may run side by side, each a chain of T / 64 dependent steps per
 // (document, head) slice, latency-bound. Side by side each gets half the SMs, in the narrowest
 // slices that fit one wave there; where even 64-row slices do not (more than ~33 chains on the
-// H200), one after the other, each in the forward's slices (16 rows while they fit one wave of
+// H200), one after the other (the state pass begins as the chain's last wave does), each in the
+// forward's slices (16 rows while they fit one wave of
 // one CTA per SM, 32 rows up to two, 64 beyond: the state pass's rule; 16-row slices in two waves
 // at H = 32 cost the chain 24 us per step against 12 in one). Returns 0 for one after the other.
 // H200 (bench/results/kda_h200.md, kda48): the backward 9.29 -> 8.86 ms at (1, 32768, 16) (32-row
@@ -1606,36 +1645,50 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     f.chunk_u = reinterpret_cast<float*>(ws + layout.u);
     f.chunk_kdt3 = reinterpret_cast<uint16_t*>(ws + layout.kdt3);
     void* const rec_ws = ws + layout.records;
+    unsigned* const ready = reinterpret_cast<unsigned*>(ws + layout.ready);
+    f.ready = ready;
+    b.ready = ready;
+    const cudaError_t zeroed =
+        cudaMemsetAsync(ready, 0, sizeof(unsigned) * static_cast<size_t>(slots * f.s.H), stream);
+    if (zeroed != cudaSuccess) {
+      return Internal(std::string("kda: clearing the slot counters: ") +
+                      cudaGetErrorString(zeroed));
+    }
     const Status prep = LaunchChunkedPrep(f, rec_ws, layout.s0 - layout.records, stream);
     if (!prep.ok()) return prep;
     int sms = 0;
     const Status dev = DeviceSmCount(&sms);
     if (!dev.ok()) return dev;
-    // 2. The checkpoint state pass and the reverse chain.
+    // 2. The reverse chain and the checkpoint state pass; 3. every chunk's gradients and partials
+    // (gap slots write zero partials). The state pass is launched behind the chain and the grad
+    // kernel behind the state pass, each as a programmatic dependent (pdl_launch.h): the chain
+    // and the state pass run side by side where both fit (ChunkedBackwardSideBySideRows), and the
+    // grad kernel's CTAs take the SMs either leaves, each waiting for its slot's S0, U, dS1 and dU
+    // (b.ready: one count per slice of rows of each pass). Its CTAs may wait because every CTA of
+    // both passes has begun before any of them does, whatever else runs on the device; each pass
+    // completes only after the kernel it was launched behind (GridDependencyWait), so that what
+    // follows the grad kernel follows all three. H200 (bench/results/kda_h200.md, thirty-second
+    // session): the chain ends ~0.06 ms before the state pass at (1, 8192, 32).
     const int rows = ChunkedBackwardSideBySideRows(f.s.N * f.s.H, sms);
-    if (rows == 0) {
-      const int serial = StatePassRows(f.s.N * f.s.H, sms);
-      const Status state = LaunchChunkedStatePass(f, rec_ws, serial, stream);
-      if (!state.ok()) return state;
-      const Status chain = LaunchChain(b, slots, serial, stream);
-      if (!chain.ok()) return chain;
-    } else {
-      cudaStream_t side = nullptr;
-      const Status fork = SideStream::Fork(stream, &side);
-      if (!fork.ok()) return fork;
-      const Status chain = LaunchChain(b, slots, rows, side != nullptr ? side : stream);
-      const Status state = chain.ok() ? LaunchChunkedStatePass(f, rec_ws, rows, stream) : chain;
-      const Status join = SideStream::Join(stream, side);  // also after a failed launch
-      if (!state.ok()) return state;
-      if (!join.ok()) return join;
-    }
-    // 3. Every chunk's gradients and partials (gap slots write zero partials).
+    const int pass_rows = rows != 0 ? rows : StatePassRows(f.s.N * f.s.H, sms);
+    b.ready_target = static_cast<unsigned>(2 * (kDim / pass_rows));
+    const Status chain = LaunchChain(b, slots, pass_rows, stream);
+    if (!chain.ok()) return chain;
+    const Status state = LaunchChunkedStatePass(f, rec_ws, pass_rows, stream, /*dependent=*/true);
+    if (!state.ok()) return state;
     constexpr int kSmem = static_cast<int>(sizeof(GradSmem));
     static std::atomic<uint64_t> done{0};
-    Status attr = AllowSmem(KdaChunkGradKernel, kSmem, &done, "the chunked backward");
+    const Status attr = AllowSmem(KdaChunkGradKernel, kSmem, &done, "the chunked backward");
     if (!attr.ok()) return attr;
-    KdaChunkGradKernel<<<ChunkSlotGrid(slots, f.s.H), GradTraits::kThreads, kSmem, stream>>>(b);
-    Status grad = CheckLaunch("the chunked backward's per-chunk pass");
+    cudaLaunchAttribute pdl;
+    const cudaLaunchConfig_t cfg = ProgrammaticLaunchConfig(
+        ChunkSlotGrid(slots, f.s.H), dim3(GradTraits::kThreads), kSmem, stream, &pdl);
+    const cudaError_t launched = cudaLaunchKernelEx(&cfg, KdaChunkGradKernel, b);
+    if (launched != cudaSuccess) {
+      return Internal(std::string("kda: launching the chunked backward's per-chunk pass: ") +
+                      cudaGetErrorString(launched));
+    }
+    const Status grad = CheckLaunch("the chunked backward's per-chunk pass");
     if (!grad.ok()) return grad;
   }
   // 4. dA_log and ddt_bias (zeros without documents).

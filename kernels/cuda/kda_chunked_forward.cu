@@ -42,6 +42,7 @@
 #include "kda_mma.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
 #include "cp_async.cuh"
+#include "pdl_launch.h"
 #include "per_device_memo.h"
 #endif
 
@@ -1031,6 +1032,9 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
   unsigned char* const smem = kMc ? AlignSmem1024(smem_raw) : smem_raw;
   using Sm = StateSmemOf<kRows, kMc>;
   Sm& sm = *reinterpret_cast<Sm*>(smem);
+  // The chunked backward launches this pass behind the reverse chain and its grad kernel behind
+  // this pass, each as a programmatic dependent: the next may begin once every CTA here has.
+  if constexpr (kCheckpoint) GridLaunchDependents();
   const int slice = blockIdx.x;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -1651,7 +1655,13 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
         }
       }
     }
-    __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
+    __syncthreads();              // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
+    if constexpr (kCheckpoint) {  // this CTA's rows of S0 and U are written up to chunk c
+      const int batched = static_cast<int>(c % kReadyBatch) + 1;
+      if (tid == 0 && a.ready != nullptr && (batched == kReadyBatch || c + 1 == chunks)) {
+        SignalSlotsReady(a.ready + slot_head(c + 1 - batched), H, batched);
+      }
+    }
     if (chain) store_state();
     if constexpr (kMc64) {  // rank 1 has read M (c): rank 0 may refill it (top of chunk c + 1)
       if (!kCheckpoint && lead && rank == 1 && c + 1 < chunks) MbarArrivePeer(&mb.empty_m, peer);
@@ -1667,18 +1677,28 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
   }
   // Neither CTA leaves while the other may still reach its shared memory.
   if constexpr (kMc) ClusterSync();
+  // Not done before the reverse chain it was launched behind (a no-op when it was not): whatever
+  // follows the grad kernel, which waits for this pass the same way, follows all three.
+  if constexpr (kCheckpoint) GridDependencyWait();
 }
 
 template <int kRows, bool kCheckpoint>
-Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
+Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream, bool dependent) {
   using Tr = StateTraits<kRows, kCheckpoint>;
   static std::atomic<uint64_t> done{0};
   constexpr int kSmem = static_cast<int>(sizeof(StateSmem<kRows>));
-  Status st =
-      AllowSmem(KdaChunkStateKernel<kRows, kCheckpoint>, kSmem, &done, "the chunk state pass");
+  const auto kernel = KdaChunkStateKernel<kRows, kCheckpoint>;
+  Status st = AllowSmem(kernel, kSmem, &done, "the chunk state pass");
   if (!st.ok()) return st;
-  const dim3 grid(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N));
-  KdaChunkStateKernel<kRows, kCheckpoint><<<grid, Tr::kThreads, kSmem, stream>>>(a, ws);
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = ProgrammaticLaunchConfig(
+      dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N)),
+      dim3(Tr::kThreads), kSmem, stream, &attr);
+  cfg.numAttrs = dependent ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, a, ws, McNoMaps{});
+  if (err != cudaSuccess) {
+    return Internal(std::string("kda: launching the chunk state pass: ") + cudaGetErrorString(err));
+  }
   return CheckLaunch("the chunk state pass");
 }
 
@@ -1686,7 +1706,8 @@ Status LaunchStateAs(const FwdArgs& a, const char* ws, cudaStream_t stream) {
 // device cannot hold one such cluster or the workspace is not 16-byte aligned (the maps need
 // 16-byte aligned rows; every record offset is, as kRecBytes is).
 template <int kRows, bool kCheckpoint>
-Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
+Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream,
+                     bool dependent) {
   using Tr = StateTraits<kRows, kCheckpoint>;
   const auto kernel = KdaChunkStateKernel<kRows, kCheckpoint, true>;
   constexpr int kSmem = kStateSmemBytes<kRows, true>;
@@ -1694,7 +1715,7 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   static_assert(kSmem <= 227 * 1024, "one CTA's shared memory on sm_90");
   static std::atomic<uint64_t> done{0};
   static PerDeviceMemo resident_clusters;
-  if (!Aligned(ws, 16)) return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
+  if (!Aligned(ws, 16)) return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream, dependent);
   const Status attr = AllowSmem(kernel, kSmem, &done, "the chunk state pass (2-CTA clusters)");
   if (!attr.ok()) return attr;
   McMaps maps;
@@ -1703,16 +1724,17 @@ Status LaunchStateMc(const FwdArgs& a, const char* ws, int64_t slots, cudaStream
   bool launched = false;
   const Status st = LaunchClusterPair(
       kernel, dim3(Tr::kSlices, static_cast<unsigned>(a.s.H), static_cast<unsigned>(a.s.N)),
-      Tr::kThreads, kSmem, stream, &resident_clusters, "the chunk state pass", &launched, a, ws,
-      maps);
+      Tr::kThreads, kSmem, stream, dependent, &resident_clusters, "the chunk state pass", &launched,
+      a, ws, maps);
   if (!st.ok() || launched) return st;
-  return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream);
+  return LaunchStateAs<kRows, kCheckpoint>(a, ws, stream, dependent);
 }
 
 template <int kRows>
-Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream) {
-  if (a.checkpoints != nullptr) return LaunchStateMc<kRows, true>(a, ws, slots, stream);
-  return LaunchStateMc<kRows, false>(a, ws, slots, stream);
+Status LaunchState(const FwdArgs& a, const char* ws, int64_t slots, cudaStream_t stream,
+                   bool dependent) {
+  if (a.checkpoints != nullptr) return LaunchStateMc<kRows, true>(a, ws, slots, stream, dependent);
+  return LaunchStateMc<kRows, false>(a, ws, slots, stream, dependent);
 }
 
 template <int kThreads, bool kCheckpoint>
@@ -1771,7 +1793,7 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
 }
 
 Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,
-                              cudaStream_t stream) {
+                              cudaStream_t stream, bool dependent) {
   if (a.s.N == 0) return OkStatus();
   const int64_t slots = kda_layout::ChunkSlots(a.s.total_tokens, a.s.N);
   const char* ws = static_cast<const char*>(workspace);
@@ -1780,11 +1802,11 @@ Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,
   }
   switch (rows) {
     case 16:
-      return LaunchState<16>(a, ws, slots, stream);
+      return LaunchState<16>(a, ws, slots, stream, dependent);
     case 32:
-      return LaunchState<32>(a, ws, slots, stream);
+      return LaunchState<32>(a, ws, slots, stream, dependent);
     case 64:
-      return LaunchState<64>(a, ws, slots, stream);
+      return LaunchState<64>(a, ws, slots, stream, dependent);
     default:
       return InvalidArgument("kda: state pass rows must be 16, 32 or 64, got " +
                              std::to_string(rows));

@@ -19,9 +19,10 @@ Status LaunchChunkedPrep(const FwdArgs& a, void* workspace, int64_t workspace_by
                          cudaStream_t stream);
 
 // The state pass alone, in slices of `rows` (16, 32 or 64) state rows, over the records the
-// preparation wrote to `workspace`.
+// preparation wrote to `workspace`. `dependent`: launched as a programmatic dependent of the
+// kernel before it on the stream (pdl_launch.h; the chunked backward's reverse chain).
 Status LaunchChunkedStatePass(const FwdArgs& a, const void* workspace, int rows,
-                              cudaStream_t stream);
+                              cudaStream_t stream, bool dependent = false);
 
 // The slice width LaunchChunkedForward takes for `chains` (document, head) pairs on `sms` SMs.
 int StatePassRows(int64_t chains, int sms);

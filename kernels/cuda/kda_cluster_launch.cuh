@@ -12,6 +12,7 @@
 
 #include "kda_common.cuh"
 #ifndef CAKEGRAD_KDA_HOST_EMU
+#include "pdl_launch.h"
 #include "per_device_memo.h"
 #include "tensor_map.h"
 #endif
@@ -81,24 +82,21 @@ Status ResidentClusters(Kernel kernel, const cudaLaunchConfig_t& cfg, PerDeviceM
 // Launches kernel<<<grid, threads, smem, stream>>>(args...) as clusters of two CTAs along x and
 // sets *launched; leaves *launched false, launching nothing, where the device cannot hold one
 // such cluster (cudaOccupancyMaxActiveClusters, asked once per device through `resident`), so
-// that the caller launches its plain instance instead.
+// that the caller launches its plain instance instead. `dependent`: as a programmatic dependent
+// of the kernel before it on the stream (pdl_launch.h).
 template <class Kernel, class... Args>
 Status LaunchClusterPair(Kernel kernel, dim3 grid, int threads, int smem, cudaStream_t stream,
-                         PerDeviceMemo* resident, const char* what, bool* launched,
+                         bool dependent, PerDeviceMemo* resident, const char* what, bool* launched,
                          const Args&... args) {
   *launched = false;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
+  cudaLaunchConfig_t cfg = ProgrammaticLaunchConfig(grid, dim3(threads), smem, stream, &attr[1]);
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = 2;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = dependent ? attr : &attr[0];
+  cfg.numAttrs = dependent ? 2 : 1;
   int clusters = 0;
   const Status queried = ResidentClusters(kernel, cfg, resident, what, &clusters);
   if (!queried.ok() || clusters < 1) return queried;

@@ -132,6 +132,58 @@ __device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot,
   return LocateSlot(s, slot, kda_layout::kChunk, &doc, bos, eos, chunk);
 }
 
+// A chunk slot's readiness across kernels running at once (the chunked backward's reverse chain,
+// checkpoint state pass and grad kernel, chained by programmatic dependent launch): each producer
+// CTA adds one to the slot's counter once its writes for the slot are done, the consumer waits
+// for all of them. The producer's other threads reach their writes before the caller through a
+// block barrier, so the fence orders the whole CTA's writes before the count (the grid-barrier
+// pattern). Only CTAs that are already resident may be waited for: the launch order guarantees
+// it (kda_chunked_backward.cu).
+// The producers count in batches of kReadyBatch chunks (a document's last batch may be
+// shorter): the fence stalls the counting thread, and with it the next block barrier, on a pass
+// whose every step is latency-bound (one fence a chunk cost the 512-step chain at (1, 32768, 16)
+// ~1.5%, bench/results/kda_h200.md, thirty-second session); the consumers want early slots only.
+constexpr int kReadyBatch = 8;
+// Adds one to the n counters first, first + stride, ...
+__device__ __forceinline__ void SignalSlotsReady(unsigned* first, int64_t stride, int n) {
+#ifdef CAKEGRAD_KDA_HOST_EMU
+  for (int i = 0; i < n; ++i) std::atomic_ref<unsigned>(first[i * stride]).fetch_add(1u);
+#else
+  __threadfence();
+  for (int i = 0; i < n; ++i) atomicAdd(first + i * stride, 1u);
+#endif
+}
+__device__ __forceinline__ bool SlotReady(const unsigned* count, unsigned target) {
+#ifdef CAKEGRAD_KDA_HOST_EMU
+  return std::atomic_ref<unsigned>(*const_cast<unsigned*>(count)).load() >= target;
+#else
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+  return v >= target;
+#endif
+}
+// Programmatic dependent launch (sm_90; no-ops in a kernel launched without it): a kernel
+// launched behind this one with cudaLaunchAttributeProgrammaticStreamSerialization may begin once
+// every CTA of this one has called GridLaunchDependents; GridDependencyWait returns once the
+// kernel this one was launched behind has completed and its writes are visible.
+__device__ __forceinline__ void GridLaunchDependents() {
+#ifndef CAKEGRAD_KDA_HOST_EMU
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void GridDependencyWait() {
+#ifndef CAKEGRAD_KDA_HOST_EMU
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void WaitSlotReady(const unsigned* count, unsigned target) {
+  while (!SlotReady(count, target)) {
+#ifndef CAKEGRAD_KDA_HOST_EMU
+    __nanosleep(200);
+#endif
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ T WarpSum(T x) {
 #pragma unroll
@@ -553,6 +605,8 @@ struct FwdArgs : FwdInputs {
   float* chunk_tinv;     // likewise: Tinv = (I + A)^-1 per chunk slot, packed as P
   float* chunk_u;        // likewise: U = Uv - W S0^T per chunk slot, [slots, H, 64, 128]
   uint16_t* chunk_kdt3;  // likewise: Kdec^T's third BF16 part, [slots, H, 128, 64]
+  unsigned* ready;       // likewise, nullable: per (slot, head), +1 from each CTA (slice of state
+                         // rows) once its S0 and U of the slot are written (SignalSlotsReady)
 };
 
 // The sequential backward's passes before its backward kernel (kda_backward.cu): the row passes

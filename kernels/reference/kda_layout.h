@@ -153,6 +153,7 @@ struct ChunkBwdLayout {
   int64_t du = 0;        // FP32 [slots, H, 64, 128]: dU, the reverse chain's
   int64_t u = 0;         // FP32 [slots, H, 64, 128]: U, the checkpoint state pass's
   int64_t kdt3 = 0;      // BF16 [slots, H, 128, 64]: Kdec^T's third part (the record's 2 + this)
+  int64_t ready = 0;     // uint32 [slots, H]: the state pass's CTAs done with the slot (S0, U)
   int64_t total = 0;
 };
 
@@ -178,6 +179,8 @@ constexpr ChunkBwdLayout MakeChunkBwdLayout(int64_t B, int64_t T, int64_t H, int
   off += AlignUp(slots_h * kChunk * kDim * 4);
   l.kdt3 = off;
   off += AlignUp(slots_h * kDim * kChunk * 2);
+  l.ready = off;
+  off += AlignUp(slots_h * 4);
   l.total = off;
   return l;
 }

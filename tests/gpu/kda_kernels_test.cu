@@ -978,10 +978,9 @@ TEST(KdaKernels, BitwiseDeterministicThirtyTwoRowStatePass) {
 }
 
 // The chunked backward: bitwise equal across runs, garbage workspaces, streams and graph replay.
-// 28 chains: the checkpoint pass and the reverse chain run side by side on a forked stream, in
-// the capture too; a capture on a host thread that has made no eager call yet (no side stream
-// exists, and none may be created inside a capture) runs them one after the other, with the same
-// bits.
+// 28 chains: the checkpoint pass and the reverse chain run side by side, chained with the grad
+// kernel by programmatic dependent launch (per-slot counters), in the capture too; and a capture
+// on a fresh host thread (a side stream of an older version could not be made there).
 TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
   CAKEGRAD_REQUIRE_GPU();
   const std::vector<int64_t> lens = {0, 1, 40, 300, 9, 1000, 33};

@@ -59,7 +59,8 @@ TEST(KdaWorkspaceLayout, ChunkedBackwardRegionsFitAndDoNotOverlap) {
                    {l.tinv, sh * L::kChunkPFloats * 4},
                    {l.du, sh * L::kChunk * L::kDim * 4},
                    {l.u, sh * L::kChunk * L::kDim * 4},
-                   {l.kdt3, sh * L::kDim * L::kChunk * 2}},
+                   {l.kdt3, sh * L::kDim * L::kChunk * 2},
+                   {l.ready, sh * 4}},
                   l.total, "chunked backward " + Name(s));
   }
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -68,6 +69,30 @@ inline K::kda_cuda::KdaShape MakeShape(const R::Problem& p, const Inputs& in, in
 // chain's arithmetic can be told from the per-chunk pass's. Filled by FillRecords, used by
 // RunBackwardKernels.
 inline std::vector<float> g_exact_ds1;
+// The emulated checkpoint state pass (16-row slices: 8 CTAs a slot) counted every chunk slot into
+// the workspace's slot counters, which FillRecords checked: the reverse chain then counts too,
+// and the per-chunk pass goes by them as on the device (b.ready), its wait passing at once.
+inline bool g_emu_slots_counted = false;
+constexpr unsigned kEmuStateSlices = 128 / 16;
+
+// Exits unless every chunk slot's counter holds `per_slot` and every other (gap) slot's zero.
+template <class In>
+inline void ExpectSlotCounts(const In& in, int64_t N, int64_t H, int64_t slots,
+                             const unsigned* ready, unsigned per_slot, const char* after) {
+  std::vector<unsigned> want(slots * H, 0u);
+  for (int64_t d = 0; d < N; ++d) {
+    const int64_t bos = in.cu[d], chunks = (in.cu[d + 1] - bos + 63) / 64;
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t h = 0; h < H; ++h) want[(bos / 64 + d + c) * H + h] = per_slot;
+  }
+  for (int64_t e = 0; e < slots * H; ++e) {
+    if (ready[e] != want[e]) {
+      std::fprintf(stderr, "after %s: slot counter of slot %lld, head %lld: %u, want %u\n", after,
+                   static_cast<long long>(e / H), static_cast<long long>(e % H), ready[e], want[e]);
+      std::exit(1);
+    }
+  }
+}
 
 // EMU_S0_ARITH=3 or 6 (with EMU_EXACT_S0=records or records32): the state step with the state
 // pass's operand splits emulated in FP64: S0 and U rounded to FP32, then split in BF16 parts, and
@@ -145,9 +170,16 @@ inline void FillRecords(const R::Problem& p, const std::vector<double>& d_o, con
     f.chunk_tinv = reinterpret_cast<float*>(wsp + lay.tinv);
     f.chunk_u = reinterpret_cast<float*>(wsp + lay.u);
     f.chunk_kdt3 = reinterpret_cast<uint16_t*>(wsp + lay.kdt3);
+    const int64_t slots = L::ChunkSlots(s.total_tokens, N);
+    unsigned* const ready = reinterpret_cast<unsigned*>(wsp + lay.ready);
+    std::fill(ready, ready + slots * H, 0u);
+    f.ready = ready;
     K::kda_cuda::EmuChunkedForwardCheckpoints(f, wsp + lay.records);
+    ExpectSlotCounts(in, N, H, slots, ready, kEmuStateSlices, "the state pass");
+    g_emu_slots_counted = exact_s0 == nullptr;
     if (exact_s0 == nullptr) return;
   }
+  g_emu_slots_counted = false;
   const bool exact_ds1 = std::getenv("EMU_EXACT_DS1") != nullptr && !from_records;
   g_exact_ds1.assign(exact_ds1 ? L::ChunkSlots(s.total_tokens, N) * H * 16384 : 0, 0.f);
   for (int64_t h = 0; h < H; ++h) {
@@ -291,6 +323,7 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   b.chunk_p = reinterpret_cast<const float*>(wsp + lay.p);
   b.chunk_tinv = reinterpret_cast<const float*>(wsp + lay.tinv);
   b.chunk_u = reinterpret_cast<const float*>(wsp + lay.u);
+  if (g_emu_slots_counted) b.ready = reinterpret_cast<unsigned*>(wsp + lay.ready);
   b.dq = o.dq.data();
   b.dk = o.dk.data();
   b.dv = o.dv.data();
@@ -314,6 +347,10 @@ inline Outputs RunBackwardKernels(const Inputs& in, const K::kda_cuda::KdaShape&
   if (chain_rows == 16) chain(std::integral_constant<int, 16>{});
   if (chain_rows == 32) chain(std::integral_constant<int, 32>{});
   if (chain_rows == 64) chain(std::integral_constant<int, 64>{});
+  if (b.ready != nullptr) {
+    b.ready_target = kEmuStateSlices + 128 / chain_rows;
+    ExpectSlotCounts(in, N, H, slots, b.ready, b.ready_target, "the reverse chain");
+  }
   if (!g_exact_ds1.empty()) {
     std::memcpy(b.ds1, g_exact_ds1.data(), g_exact_ds1.size() * sizeof(float));
   }
