@@ -41,6 +41,9 @@
 //    (bulk prefetch) at its start and before dA, and one CTA an SM waits on L2, not DRAM.
 // 4. KdaChunkParamReduceKernel: the partials of each head over slots and channels in FP64, in a
 //    fixed order. No atomics on outputs anywhere: bitwise reproducible by construction.
+// On the caller's stream they run as: launch 1's preparation, launch 2, launch 1's state pass and
+// launch 3, the last two as programmatic dependents of the one before, with per-slot counters in
+// the workspace (KdaBackwardChunkedCuda says why), then launch 4.
 #include <atomic>
 #include <cstddef>
 #include <string>
