@@ -1587,9 +1587,9 @@ Status LaunchChain(const ChunkBwdArgs& b, int64_t slots, int rows, cudaStream_t 
 // (document, head) slice, latency-bound. Side by side each gets half the SMs, in the narrowest
 // slices that fit one wave there; where even 64-row slices do not (more than ~33 chains on the
 // H200), one after the other (the state pass begins as the chain's last wave does), each in the
-// forward's slices (16 rows while they fit one wave of
-// one CTA per SM, 32 rows up to two, 64 beyond: the state pass's rule; 16-row slices in two waves
-// at H = 32 cost the chain 24 us per step against 12 in one). Returns 0 for one after the other.
+// forward's slices (16 rows while they fit one wave of one CTA per SM, 32 rows up to two, 64
+// beyond: the state pass's rule; 16-row slices in two waves at H = 32 cost the chain 24 us per
+// step against 12 in one). Returns 0 for one after the other.
 // H200 (bench/results/kda_h200.md, kda48): the backward 9.29 -> 8.86 ms at (1, 32768, 16) (32-row
 // slices side by side), 4.45 -> 4.42 at (1, 8192, 32) (64 rows). The slice width changes the
 // checkpoint states' bits (not their accuracy), so the width is a function of the shape alone.

@@ -1655,8 +1655,9 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
         }
       }
     }
-    __syncthreads();              // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
-    if constexpr (kCheckpoint) {  // this CTA's rows of S0 and U are written up to chunk c
+    __syncthreads();  // every warp is done with S0, U, Kdec, M and Gam_C of chunk c
+    if constexpr (kCheckpoint) {
+      // This CTA's rows of S0 and U are written up to chunk c: counted kReadyBatch at a time.
       const int batched = static_cast<int>(c % kReadyBatch) + 1;
       if (tid == 0 && a.ready != nullptr && (batched == kReadyBatch || c + 1 == chunks)) {
         SignalSlotsReady(a.ready + slot_head(c + 1 - batched), H, batched);
