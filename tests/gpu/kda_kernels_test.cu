@@ -1056,6 +1056,61 @@ TEST(KdaKernels, ChunkedBackwardBitwiseDeterministicAcrossRunsWorkspacesStreamsA
   CUDA_ASSERT_OK(cudaStreamDestroy(stream));
 }
 
+// Holds one SM per CTA (its shared memory leaves no room for a KDA pass's CTA) for `ns`
+// nanoseconds of the global timer.
+__global__ void HoldSmsKernel(unsigned long long ns) {
+  extern __shared__ unsigned char held[];
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+  if (threadIdx.x == 0) held[0] = 0;
+}
+
+// The chunked backward chains its reverse chain, state pass and grad kernel by programmatic
+// dependent launch, and the grad kernel's CTAs wait for per-slot counters the passes fill: they
+// may, because every CTA of both passes has begun before any grad CTA does, whatever else holds
+// SMs. Here a kernel on another stream holds all SMs but `free` for a few milliseconds from just
+// before the call, so that the passes' CTAs are placed a few at a time and the grad CTAs meet
+// unfilled counters (their waiting path): the call must end, with the bits of an undisturbed
+// run. Side by side (64-row slices) and one after the other.
+TEST(KdaKernels, ChunkedBackwardKeepsItsBitsWhileAnotherKernelHoldsMostSms) {
+  CAKEGRAD_REQUIRE_GPU();
+  const int sms = SmCount();
+  ASSERT_GT(sms, 16) << "the device's SM count";
+  constexpr int kHoldSmem = 200 * 1024;
+  CUDA_ASSERT_OK(
+      cudaFuncSetAttribute(HoldSmsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kHoldSmem));
+  const std::vector<int64_t> side_by_side = {0, 1, 40, 300, 9, 1000, 33};
+  const std::vector<int64_t> serial = {1, 0, 9, 64, 65, 3, 2, 1, 0, 17, 1, 5, 1, 1, 70, 2, 130};
+  ASSERT_NO_FATAL_FAILURE(RequireBackwardSideBySideRows(side_by_side, 4, 64));
+  ASSERT_NO_FATAL_FAILURE(RequireBackwardSideBySideRows(serial, 4, 0));
+  cudaStream_t stream, hold;
+  CUDA_ASSERT_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_ASSERT_OK(cudaStreamCreateWithFlags(&hold, cudaStreamNonBlocking));
+  for (const auto* lens : {&side_by_side, &serial}) {
+    Problem pr(Packed(*lens, 4, false));
+    pr.Poison();
+    RunBothChunked(pr, stream);
+    const auto undisturbed = pr.Snapshot();
+    for (const int free : {2, 8, sms / 2}) {
+      SCOPED_TRACE(::testing::Message() << lens->size() << " documents, " << free << " SMs free");
+      pr.ws.Fill(0x5A);
+      pr.Poison();
+      CUDA_ASSERT_OK(cudaDeviceSynchronize());  // the fills before the run (see above)
+      HoldSmsKernel<<<static_cast<unsigned>(sms - free), 32, kHoldSmem, hold>>>(3000000ull);
+      CUDA_ASSERT_OK(cudaGetLastError());
+      RunBothChunked(pr, stream);
+      CUDA_ASSERT_OK(cudaStreamSynchronize(hold));
+      EXPECT_TRUE(pr.Snapshot() == undisturbed) << "bits differ from the undisturbed run";
+    }
+  }
+  CUDA_ASSERT_OK(cudaStreamDestroy(hold));
+  CUDA_ASSERT_OK(cudaStreamDestroy(stream));
+}
+
 // Ends a hash line: " name hash" for every output of the problem, then a newline.
 void PrintOutputHashes(const Problem& pr) {
   const auto snap = pr.Snapshot();  // o, final_state, dq, dk, dv, dg, dbeta, dA_log, ddt, dinit
