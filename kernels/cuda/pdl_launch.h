@@ -3,7 +3,8 @@
 // or exited, and they read that kernel's results only after cudaGridDependencySynchronize. Stream
 // order is kept and the launch is graph-capturable; the callers (conv1d's backward reduce, mHC's
 // forward_stats coefficients) use it to overlap a short kernel's launch with the tail of the long
-// one it follows.
+// one it follows, and the chunked KDA backward to chain its reverse chain, state pass and grad
+// kernel (whose CTAs wait on per-slot counters instead of cudaGridDependencySynchronize).
 #pragma once
 
 #include <cuda_runtime.h>
