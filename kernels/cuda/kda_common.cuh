@@ -141,8 +141,9 @@ __device__ __forceinline__ bool LocateChunkSlot(const KdaShape& s, int64_t slot,
 // it (kda_chunked_backward.cu).
 // The producers count in batches of kReadyBatch chunks (a document's last batch may be
 // shorter): the fence stalls the counting thread, and with it the next block barrier, on a pass
-// whose every step is latency-bound (one fence a chunk cost the 512-step chain at (1, 32768, 16)
-// ~1.5%, bench/results/kda_h200.md, thirty-second session); the consumers want early slots only.
+// whose every step is latency-bound. A first form counting every chunk was ~1.8% slower at
+// (1, 32768, 16), 512 steps; batches of 8 took most of that away (bench/results/kda_h200.md,
+// thirty-second session). The consumers want early slots only.
 constexpr int kReadyBatch = 8;
 // Adds one to the n counters first, first + stride, ...
 __device__ __forceinline__ void SignalSlotsReady(unsigned* first, int64_t stride, int n) {
