@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(ChainTraits<kRows>::kThreads, 1)
   static_assert(sizeof(ChainSmem<kRows>::kd) % 1024 == 0, "tiles 1024-byte aligned");
   // The state pass is launched behind this kernel as a programmatic dependent (KdaBackward-
   // ChunkedCuda): it may begin once every CTA here has.
-  GridLaunchDependents();
+  cudaTriggerProgrammaticLaunchCompletion();
   const int v0 = blockIdx.x * kRows;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -646,13 +646,13 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   GradSmem& sm = *reinterpret_cast<GradSmem*>(smem_raw);
   const int64_t slot = ChunkSlotOfBlock();  // ChunkSlotGrid
   const int64_t h = blockIdx.x;
-  // Every exit waits for the state pass to complete first (GridDependencyWait; the launch says
-  // why), the early ones too. Every CTA, not only one: a CTA that ends while the state pass still
-  // runs then keeps its SM, and fewer of this kernel's CTAs compete with that latency-bound pass
-  // for memory (with one waiting CTA the backward was 1-2% slower on the H200; kda_h200.md,
-  // thirty-second session).
+  // Every exit waits for the state pass to complete first (cudaGridDependencySynchronize; the
+  // launch says why), the early ones too. Every CTA, not only one: a CTA that ends while the state
+  // pass still runs then keeps its SM, and fewer of this kernel's CTAs compete with that
+  // latency-bound pass for memory (with one waiting CTA the backward was 1-2% slower on the H200;
+  // kda_h200.md, thirty-second session).
   if (slot >= a.slots) {  // past the last slot (a gap slot would write partials)
-    GridDependencyWait();
+    cudaGridDependencySynchronize();
     return;
   }
   const int64_t H = a.s.H;
@@ -664,7 +664,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
   const bool gap = !LocateChunkSlot(a.s, slot, &bos, &eos, &chunk);
   if (gap) {  // the reduce sums every slot: a gap contributes zeros
     for (int e = tid; e < kPartials; e += Tr::kThreads) part_out[e] = 0.f;
-    GridDependencyWait();
+    cudaGridDependencySynchronize();
     return;
   }
   const int64_t t0 = bos + chunk * kChunk;
@@ -1493,7 +1493,7 @@ __global__ void __launch_bounds__(GradTraits::kThreads, 1)
     const int w = tid / kDim, k = tid % kDim;
     part_out[tid] = ((part[w][0][k] + part[w][1][k]) + part[w][2][k]) + part[w][3][k];
   }
-  GridDependencyWait();  // the grid completes after the state pass: see the launch
+  cudaGridDependencySynchronize();  // the grid completes after the state pass: see the launch
 }
 
 // ---- kernel 4: the parameter reduce ------------------------------------------------------------
@@ -1669,9 +1669,9 @@ Status KdaBackwardChunkedCuda(const KdaBwdParams& p, cudaStream_t stream) {
     // grad kernel's CTAs take the SMs either leaves, each waiting for its slot's S0, U, dS1 and dU
     // (b.ready: one count per slice of rows of each pass). Its CTAs may wait because every CTA of
     // both passes has begun before any of them does, whatever else runs on the device; each pass
-    // completes only after the kernel it was launched behind (GridDependencyWait), so that what
-    // follows the grad kernel follows all three. H200 (bench/results/kda_h200.md, thirty-second
-    // session): the chain ends ~0.06 ms before the state pass at (1, 8192, 32).
+    // completes only after the kernel it was launched behind (cudaGridDependencySynchronize), so
+    // that what follows the grad kernel follows all three. H200 (bench/results/kda_h200.md,
+    // thirty-second session): the chain ends ~0.06 ms before the state pass at (1, 8192, 32).
     const int rows = ChunkedBackwardSideBySideRows(f.s.N * f.s.H, sms);
     const int pass_rows = rows != 0 ? rows : StatePassRows(f.s.N * f.s.H, sms);
     b.ready_target = static_cast<unsigned>(2 * (kDim / pass_rows));

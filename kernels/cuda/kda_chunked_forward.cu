@@ -1034,7 +1034,7 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
   Sm& sm = *reinterpret_cast<Sm*>(smem);
   // The chunked backward launches this pass behind the reverse chain and its grad kernel behind
   // this pass, each as a programmatic dependent: the next may begin once every CTA here has.
-  if constexpr (kCheckpoint) GridLaunchDependents();
+  if constexpr (kCheckpoint) cudaTriggerProgrammaticLaunchCompletion();
   const int slice = blockIdx.x;
   const int64_t h = blockIdx.y;
   const int64_t n = blockIdx.z;
@@ -1680,7 +1680,7 @@ __global__ void __launch_bounds__(StateTraits<kRows, kCheckpoint>::kThreads, 1)
   if constexpr (kMc) ClusterSync();
   // Not done before the reverse chain it was launched behind (a no-op when it was not): whatever
   // follows the grad kernel, which waits for this pass the same way, follows all three.
-  if constexpr (kCheckpoint) GridDependencyWait();
+  if constexpr (kCheckpoint) cudaGridDependencySynchronize();
 }
 
 template <int kRows, bool kCheckpoint>

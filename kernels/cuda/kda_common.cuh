@@ -163,20 +163,6 @@ __device__ __forceinline__ bool SlotReady(const unsigned* count, unsigned target
   return v >= target;
 #endif
 }
-// Programmatic dependent launch (sm_90; no-ops in a kernel launched without it): a kernel
-// launched behind this one with cudaLaunchAttributeProgrammaticStreamSerialization may begin once
-// every CTA of this one has called GridLaunchDependents; GridDependencyWait returns once the
-// kernel this one was launched behind has completed and its writes are visible.
-__device__ __forceinline__ void GridLaunchDependents() {
-#ifndef CAKEGRAD_KDA_HOST_EMU
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void GridDependencyWait() {
-#ifndef CAKEGRAD_KDA_HOST_EMU
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
 __device__ __forceinline__ void WaitSlotReady(const unsigned* count, unsigned target) {
   while (!SlotReady(count, target)) {
 #ifndef CAKEGRAD_KDA_HOST_EMU

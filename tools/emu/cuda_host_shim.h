@@ -175,6 +175,9 @@ inline void CpAsyncCommit() {}
 template <int kPending>
 inline void CpAsyncWait() {}
 inline void PrefetchL2(const void*, uint32_t) {}  // a cache hint: nothing to emulate
+// Programmatic dependent launch: kernels run one after another here, so both are no-ops.
+inline void cudaTriggerProgrammaticLaunchCompletion() {}
+inline void cudaGridDependencySynchronize() {}
 }  // namespace cakegrad::kernels
 
 // Kernel-source keywords for the host build (after the CUDA headers, which define some of them).
