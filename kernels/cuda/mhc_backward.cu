@@ -160,26 +160,37 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   const int64_t tok[Tr::kTokens] = {t0, second ? t0 + 1 : t0};
 
   // dpre_a = sum_c dU[t, c] X[t, a, c]. A BF16 x BF16 product is exact in FP32; the sum is FP64.
-  // Lane l sums channels 8 l + 256 i (i = 0, 1, ..) in order, then the warp's butterfly. The
-  // first loads are issued before the Sinkhorn backward below, which does not need them, so the
-  // warp's requests stay in flight through its dependent FP64 chain; in the loop, the next group
-  // is loaded before the current one is converted (two register buffers).
-  constexpr int64_t kStep = 8 * 32;
-  auto load = [&](int64_t c, uint4(&xr)[Tr::kTokens][4], uint4(&ur)[Tr::kTokens]) {
-    const bool ok = c < C;
+  // Lane l sums channels 8 l + 256 i (i = 0, 1, ..) in order, then the warp's butterfly. Group 0
+  // is requested before the Sinkhorn backward below, which does not need it, so the warp's loads
+  // stay in flight through its dependent FP64 chain. Two register buffers take turns: a buffer is
+  // refilled with the group after next as soon as it has been converted, at the end of its half of
+  // the loop body, where ptxas keeps the loads (a load issued at the top, into a third set of
+  // registers, was sunk by ptxas below the conversions, where it waited at once).
+  // X's stream a of token h lies a C past xrow[h]; the offsets within a token (< 4 C <= 65536
+  // channels) are 32-bit, so a load's address is one wide add. With a 64-bit row index per load
+  // (and a branch per load for the end) the loads took ~15 instructions each, a fifth of the
+  // kernel's (ncu, bench/results/mhc_h200.md, thirty-third session).
+  constexpr uint32_t kStep = 8 * 32;
+  const uint32_t cs = static_cast<uint32_t>(C);
+  const uint16_t* xrow[Tr::kTokens];
+  const uint16_t* urow[Tr::kTokens];
+#pragma unroll
+  for (int h = 0; h < Tr::kTokens; ++h) {
+    xrow[h] = X + tok[h] * 4 * C + 8 * lane;
+    urow[h] = dU + tok[h] * C + 8 * lane;
+  }
+  auto load = [&](uint32_t c, uint4(&xr)[Tr::kTokens][4], uint4(&ur)[Tr::kTokens]) {
 #pragma unroll
     for (int h = 0; h < Tr::kTokens; ++h) {
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
-        xr[h][a] = ok ? __ldg(reinterpret_cast<const uint4*>(X + (tok[h] * 4 + a) * C + c))
-                      : make_uint4(0, 0, 0, 0);
+        xr[h][a] = __ldg(reinterpret_cast<const uint4*>(xrow[h] + (a * cs + c)));
       }
-      ur[h] =
-          ok ? __ldg(reinterpret_cast<const uint4*>(dU + tok[h] * C + c)) : make_uint4(0, 0, 0, 0);
+      ur[h] = __ldg(reinterpret_cast<const uint4*>(urow[h] + c));
     }
   };
-  uint4 xr[Tr::kTokens][4], ur[Tr::kTokens];
-  load(8 * lane, xr, ur);
+  uint4 xa[Tr::kTokens][4], ua[Tr::kTokens], xb[Tr::kTokens][4], ub[Tr::kTokens];
+  load(0, xa, ua);
 
   const double hc_eps = hc_eps_f;
   // Sinkhorn backward of this half-warp's token, one matrix entry a lane.
@@ -218,9 +229,7 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   }
 
   double dpre[Tr::kTokens][4] = {};
-  for (int64_t c0 = 8 * lane; c0 < C; c0 += kStep) {
-    uint4 xn[Tr::kTokens][4], un[Tr::kTokens];
-    load(c0 + kStep, xn, un);  // the next group is in flight while this one is converted
+  auto accumulate = [&](const uint4(&xr)[Tr::kTokens][4], const uint4(&ur)[Tr::kTokens]) {
 #pragma unroll
     for (int h = 0; h < Tr::kTokens; ++h) {
       float uf[8], xf[8];
@@ -232,12 +241,17 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
         for (int e = 0; e < 8; ++e) dpre[h][a] += static_cast<double>(uf[e] * xf[e]);
       }
     }
-#pragma unroll
-    for (int h = 0; h < Tr::kTokens; ++h) {
-      ur[h] = un[h];
-#pragma unroll
-      for (int a = 0; a < 4; ++a) xr[h][a] = xn[h][a];
-    }
+  };
+  // C is a multiple of kStep: C / kStep groups, every lane. With one group (C = 256) buffer b holds
+  // group 0 again, unused.
+  load(kStep < cs ? kStep : 0, xb, ub);
+  for (uint32_t c = 0;; c += 2 * kStep) {
+    accumulate(xa, ua);
+    if (c + kStep >= cs) break;
+    if (c + 2 * kStep < cs) load(c + 2 * kStep, xa, ua);
+    accumulate(xb, ub);
+    if (c + 2 * kStep >= cs) break;
+    if (c + 3 * kStep < cs) load(c + 3 * kStep, xb, ub);
   }
 #pragma unroll
   for (int h = 0; h < Tr::kTokens; ++h) {
