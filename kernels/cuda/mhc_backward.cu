@@ -160,12 +160,13 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   const int64_t tok[Tr::kTokens] = {t0, second ? t0 + 1 : t0};
 
   // dpre_a = sum_c dU[t, c] X[t, a, c]. A BF16 x BF16 product is exact in FP32; the sum is FP64.
-  // Lane l sums channels 8 l + 256 i (i = 0, 1, ..) in order, then the warp's butterfly. Group 0
-  // is requested before the Sinkhorn backward below, which does not need it, so the warp's loads
-  // stay in flight through its dependent FP64 chain. Two register buffers take turns: a buffer is
-  // refilled with the group after next as soon as it has been converted, at the end of its half of
-  // the loop body, where ptxas keeps the loads (a load issued at the top, into a third set of
-  // registers, was sunk by ptxas below the conversions, where it waited at once).
+  // Lane l sums channels 8 l + 256 i (i = 0, 1, ..) in order, then the warp's butterfly. Groups 0
+  // and 1 are requested before the Sinkhorn backward below, which does not need them, so the
+  // warp's loads stay in flight through its dependent FP64 chain (group 0 alone: backward_finish
+  // +0.9%). Two register buffers take turns: a buffer is refilled with the group after next as
+  // soon as it has been converted, at the end of its half of the loop body, where ptxas keeps the
+  // loads (a load issued at the top, into a third set of registers, was sunk by ptxas below the
+  // conversions, where it waited at once).
   // X's stream a of token h lies a C past xrow[h]; the offsets within a token (< 4 C <= 65536
   // channels) are 32-bit, so a load's address is one wide add. With a 64-bit row index per load
   // (and a branch per load for the end) the loads took ~15 instructions each, a fifth of the
@@ -191,6 +192,9 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   };
   uint4 xa[Tr::kTokens][4], ua[Tr::kTokens], xb[Tr::kTokens][4], ub[Tr::kTokens];
   load(0, xa, ua);
+  // C is a multiple of kStep: C / kStep groups, every lane. With one group (C = 256) buffer b holds
+  // group 0 again, unused.
+  load(kStep < cs ? kStep : 0, xb, ub);
 
   const double hc_eps = hc_eps_f;
   // Sinkhorn backward of this half-warp's token, one matrix entry a lane.
@@ -242,9 +246,6 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
       }
     }
   };
-  // C is a multiple of kStep: C / kStep groups, every lane. With one group (C = 256) buffer b holds
-  // group 0 again, unused.
-  load(kStep < cs ? kStep : 0, xb, ub);
   for (uint32_t c = 0;; c += 2 * kStep) {
     accumulate(xa, ua);
     if (c + kStep >= cs) break;
