@@ -517,6 +517,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     constexpr int kRecRow = 4 * Tr::kRecFloats;  // bytes
     const int64_t tb = t_begin + st * Tr::kTok;
     const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
+    // This lane's dX channels of the stage's token 0; token tt lies tt 4 C further, a 32-bit
+    // offset (tt < 32, 4 C <= 65536). The 64-bit index per store took ~10% of the kernel's
+    // instructions (ncu, bench/results/mhc_h200.md, thirty-third session).
+    uint16_t* const dx_stage = dX + (tb * 4 + a) * C + c0 + wch + 4 * q;
+    const uint32_t dx_row = static_cast<uint32_t>(4 * C);
 
     // dfn: fresh accumulators for this stage's 32 tokens. Tile 0's rows are logits 0..15, hi and
     // lo parts summed by the MMAs (two k16 products a token step); tile 1's rows 0..7 are hi of
@@ -644,7 +649,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             const float m1 = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
             out[nt] = PackBf16(v[2 * nt] + m0, v[2 * nt + 1] + m1);
           }
-          __stcs(reinterpret_cast<uint2*>(dX + ((tb + tt) * 4 + a) * C + c0 + ch),
+          __stcs(reinterpret_cast<uint2*>(dx_stage + static_cast<uint32_t>(tt) * dx_row),
                  make_uint2(out[0], out[1]));
         }
       }
