@@ -445,6 +445,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int64_t chunk = blockIdx.y;
   const int64_t t_begin = T * chunk / chunks, t_end = T * (chunk + 1) / chunks;
   const int64_t n_stages = (t_end - t_begin + Tr::kTok - 1) / Tr::kTok;
+  // The dX epilogue's shared rows are tt = gt + 16 mt + 8 h: (tt & 7) == gt, so each row's swizzle
+  // is row gt's, and every read is a lane offset (below, from the stage's base) plus a constant.
+  // Computed per read, the swizzles and row offsets took ~15 instructions of the ~80 an epilogue
+  // row (ncu, bench/results/mhc_h200.md, thirty-third session).
+  constexpr int kRecRow = 4 * Tr::kRecFloats;  // bytes
+  const uint32_t lane_swz = Swz128(gt, wch + 4 * q);
+  const uint32_t lane_x = lane_swz + a * Tr::kTok * 128;
+  const uint32_t lane_pre = Tr::kOffStats + gt * kRecRow + 4 * (Tr::kCoefPre + a);
+  const uint32_t lane_rab = Tr::kOffStats + gt * kRecRow + 4 * (Tr::kCoefR + 4 * a);
+  const uint32_t lane_dsq = Tr::kOffRec + gt * kRecRow + 4 * Tr::kRecDsq;
 
   // Thread 0's producer: the whole stage, one expect-tx arrival (boxes past T count in full).
   auto issue = [&](int64_t st) {
@@ -513,15 +523,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     if (tid == 0) issue(st + Tr::kStages - 1);
     const uint32_t sb = smem0 + slot * Tr::kStageBytes;
     const uint32_t rec_s = sb + Tr::kOffRec;  // dz [hi | lo] BF16 then dsq, rows of 112 bytes
-    const uint32_t st_s = sb + Tr::kOffStats;
-    constexpr int kRecRow = 4 * Tr::kRecFloats;  // bytes
     const int64_t tb = t_begin + st * Tr::kTok;
     const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
-    // This lane's dX channels of the stage's token 0; token tt lies tt 4 C further, a 32-bit
-    // offset (tt < 32, 4 C <= 65536). The 64-bit index per store took ~10% of the kernel's
+    // This lane's dX channels of its first token gt; token gt + r lies r 4 C further, a 32-bit
+    // offset (r < 32, 4 C <= 65536). The 64-bit index per store took ~10% of the kernel's
     // instructions (ncu, bench/results/mhc_h200.md, thirty-third session).
-    uint16_t* const dx_stage = dX + (tb * 4 + a) * C + c0 + wch + 4 * q;
     const uint32_t dx_row = static_cast<uint32_t>(4 * C);
+    uint16_t* const dx_lane = dX + ((tb + gt) * 4 + a) * C + c0 + wch + 4 * q;
 
     // dfn: fresh accumulators for this stage's 32 tokens. Tile 0's rows are logits 0..15, hi and
     // lo parts summed by the MMAs (two k16 products a token step); tile 1's rows 0..7 are hi of
@@ -618,24 +626,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int tt = 16 * mt + 8 * h + gt;
-        if (tt < nb) {
-          const uint32_t cf = st_s + tt * kRecRow;
-          const float pre = LdsF32(cf + 4 * (Tr::kCoefPre + a));
-          const float dsq2 = 2.0f * LdsF32(rec_s + tt * kRecRow + 4 * Tr::kRecDsq);
+        const int r8 = 16 * mt + 8 * h;  // tt - gt: a multiple of 8 rows, the same swizzle
+        if (r8 + gt < nb) {
+          const float pre = LdsF32(sb + lane_pre + r8 * kRecRow);
+          const float dsq2 = 2.0f * LdsF32(sb + lane_dsq + r8 * kRecRow);
           float rab[4];
 #pragma unroll
-          for (int b = 0; b < 4; ++b) rab[b] = LdsF32(cf + 4 * (Tr::kCoefR + 4 * a + b));
+          for (int b = 0; b < 4; ++b) rab[b] = LdsF32(sb + lane_rab + r8 * kRecRow + 4 * b);
           // This lane's four channels; tile nt holds ch + 2 nt and ch + 2 nt + 1 (word nt).
-          const int ch = wch + 4 * q;
-          const uint2 xv = LdsU2(sb + Swz128(a * Tr::kTok + tt, ch));
-          const uint2 uv = LdsU2(sb + Tr::kOffU + Swz128(tt, ch));
+          const uint2 xv = LdsU2(sb + lane_x + r8 * 128);
+          const uint2 uv = LdsU2(sb + lane_swz + Tr::kOffU + r8 * 128);
           // Per channel: pre dU, then the four R dY terms in order, then dxmap + 2 dsq x.
           float v[4] = {pre * Bf16Lo(uv.x), pre * Bf16Hi(uv.x), pre * Bf16Lo(uv.y),
                         pre * Bf16Hi(uv.y)};
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
-            const uint2 yv = LdsU2(sb + Tr::kOffDy + Swz128(b * Tr::kTok + tt, ch));
+            const uint2 yv = LdsU2(sb + lane_swz + Tr::kOffDy + (b * Tr::kTok + r8) * 128);
             v[0] = fmaf(rab[b], Bf16Lo(yv.x), v[0]);
             v[1] = fmaf(rab[b], Bf16Hi(yv.x), v[1]);
             v[2] = fmaf(rab[b], Bf16Lo(yv.y), v[2]);
@@ -649,7 +655,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             const float m1 = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
             out[nt] = PackBf16(v[2 * nt] + m0, v[2 * nt + 1] + m1);
           }
-          __stcs(reinterpret_cast<uint2*>(dx_stage + static_cast<uint32_t>(tt) * dx_row),
+          __stcs(reinterpret_cast<uint2*>(dx_lane + static_cast<uint32_t>(r8) * dx_row),
                  make_uint2(out[0], out[1]));
         }
       }
