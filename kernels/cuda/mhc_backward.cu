@@ -515,21 +515,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
   }
 
-  __syncthreads();  // the barriers are initialized before anyone waits on them
+  // This lane's dX channels of its first token gt of the stage; token gt + r lies r 4 C further.
+  // The 64-bit index per store took ~10% of the kernel's instructions, the stage's slot and
+  // parity as 64-bit divisions a few more (ncu, bench/results/mhc_h200.md, thirty-third session).
+  uint16_t* dx_lane = dX + ((t_begin + gt) * 4 + a) * C + c0 + wch + 4 * q;
+  const int64_t dx_stage_step = Tr::kTok * 4 * C;
+  const uint32_t dx_row8 = static_cast<uint32_t>(8 * 4 * C * sizeof(uint16_t));  // 8 tokens, bytes
+  int slot = 0;                                                                  // st % kStages
+  uint32_t phase = 0;  // (st / kStages) & 1
+  __syncthreads();     // the barriers are initialized before anyone waits on them
   for (int64_t st = 0; st < n_stages; ++st) {
-    const int slot = static_cast<int>(st % Tr::kStages);
-    MbarWait(&full_bar[slot], static_cast<uint32_t>((st / Tr::kStages) & 1));
+    MbarWait(&full_bar[slot], phase);
     __syncthreads();  // the previous stage's readers are done with the slot reused below
     if (tid == 0) issue(st + Tr::kStages - 1);
     const uint32_t sb = smem0 + slot * Tr::kStageBytes;
     const uint32_t rec_s = sb + Tr::kOffRec;  // dz [hi | lo] BF16 then dsq, rows of 112 bytes
     const int64_t tb = t_begin + st * Tr::kTok;
     const int nb = static_cast<int>(t_end - tb < Tr::kTok ? t_end - tb : Tr::kTok);
-    // This lane's dX channels of its first token gt; token gt + r lies r 4 C further, a 32-bit
-    // offset (r < 32, 4 C <= 65536). The 64-bit index per store took ~10% of the kernel's
-    // instructions (ncu, bench/results/mhc_h200.md, thirty-third session).
-    const uint32_t dx_row = static_cast<uint32_t>(4 * C);
-    uint16_t* const dx_lane = dX + ((tb + gt) * 4 + a) * C + c0 + wch + 4 * q;
 
     // dfn: fresh accumulators for this stage's 32 tokens. Tile 0's rows are logits 0..15, hi and
     // lo parts summed by the MMAs (two k16 products a token step); tile 1's rows 0..7 are hi of
@@ -655,10 +657,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             const float m1 = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
             out[nt] = PackBf16(v[2 * nt] + m0, v[2 * nt + 1] + m1);
           }
-          __stcs(reinterpret_cast<uint2*>(dx_lane + static_cast<uint32_t>(r8) * dx_row),
+          __stcs(reinterpret_cast<uint2*>(reinterpret_cast<char*>(dx_lane) +
+                                          static_cast<uint32_t>(r8 / 8) * dx_row8),
                  make_uint2(out[0], out[1]));
         }
       }
+    }
+    dx_lane += dx_stage_step;
+    if (++slot == Tr::kStages) {
+      slot = 0;
+      phase ^= 1u;
     }
   }
   // dfn rows j = g, g + 8 (tile 0) and g + 16 (tile 1: hi in row g, lo in row g + 8).
