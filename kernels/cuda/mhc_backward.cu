@@ -629,7 +629,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r8 = 16 * mt + 8 * h;  // tt - gt: a multiple of 8 rows, the same swizzle
-        if (r8 + gt < nb) {
+        // Rows past the chunk (its last stage only) are computed from the stage's other bytes
+        // and not stored: a predicated store rather than a branch around the row.
+        {
           const float pre = LdsF32(sb + lane_pre + r8 * kRecRow);
           const float dsq2 = 2.0f * LdsF32(sb + lane_dsq + r8 * kRecRow);
           float rab[4];
@@ -657,9 +659,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             const float m1 = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
             out[nt] = PackBf16(v[2 * nt] + m0, v[2 * nt + 1] + m1);
           }
-          __stcs(reinterpret_cast<uint2*>(reinterpret_cast<char*>(dx_lane) +
-                                          static_cast<uint32_t>(r8 / 8) * dx_row8),
-                 make_uint2(out[0], out[1]));
+          if (r8 + gt < nb) {
+            __stcs(reinterpret_cast<uint2*>(reinterpret_cast<char*>(dx_lane) +
+                                            static_cast<uint32_t>(r8 / 8) * dx_row8),
+                   make_uint2(out[0], out[1]));
+          }
         }
       }
     }
