@@ -640,9 +640,19 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           // This lane's four channels; tile nt holds ch + 2 nt and ch + 2 nt + 1 (word nt).
           const uint2 xv = LdsU2(sb + lane_x + r8 * 128);
           const uint2 uv = LdsU2(sb + lane_swz + Tr::kOffU + r8 * 128);
-          // Per channel: pre dU, then the four R dY terms in order, then dxmap + 2 dsq x.
-          float v[4] = {pre * Bf16Lo(uv.x), pre * Bf16Hi(uv.x), pre * Bf16Lo(uv.y),
-                        pre * Bf16Hi(uv.y)};
+          // Per channel one FMA chain: dxmap + 2 dsq x, then pre dU, then the four R dY terms in
+          // order (pre dU first and dxmap's sum added last took one instruction more a channel).
+          const float x4[4] = {Bf16Lo(xv.x), Bf16Hi(xv.x), Bf16Lo(xv.y), Bf16Hi(xv.y)};
+          float v[4];
+#pragma unroll
+          for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+            v[2 * nt] = fmaf(dsq2, x4[2 * nt], d[nt][2 * h]);
+            v[2 * nt + 1] = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
+          }
+          v[0] = fmaf(pre, Bf16Lo(uv.x), v[0]);
+          v[1] = fmaf(pre, Bf16Hi(uv.x), v[1]);
+          v[2] = fmaf(pre, Bf16Lo(uv.y), v[2]);
+          v[3] = fmaf(pre, Bf16Hi(uv.y), v[3]);
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
             const uint2 yv = LdsU2(sb + lane_swz + Tr::kOffDy + (b * Tr::kTok + r8) * 128);
@@ -651,14 +661,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             v[2] = fmaf(rab[b], Bf16Lo(yv.y), v[2]);
             v[3] = fmaf(rab[b], Bf16Hi(yv.y), v[3]);
           }
-          const float x4[4] = {Bf16Lo(xv.x), Bf16Hi(xv.x), Bf16Lo(xv.y), Bf16Hi(xv.y)};
           uint32_t out[Tr::kNTiles];
 #pragma unroll
-          for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-            const float m0 = fmaf(dsq2, x4[2 * nt], d[nt][2 * h]);
-            const float m1 = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
-            out[nt] = PackBf16(v[2 * nt] + m0, v[2 * nt + 1] + m1);
-          }
+          for (int nt = 0; nt < Tr::kNTiles; ++nt) out[nt] = PackBf16(v[2 * nt], v[2 * nt + 1]);
           if (r8 + gt < nb) {
             __stcs(reinterpret_cast<uint2*>(reinterpret_cast<char*>(dx_lane) +
                                             static_cast<uint32_t>(r8 / 8) * dx_row8),
