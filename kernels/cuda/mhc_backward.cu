@@ -358,6 +358,10 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
 // the ldmatrix and epilogue loads). Per-row bulk copies (384 of 16..128 bytes a stage, no
 // tensor map) took 3.1 ms: the copy engine handles small requests slowly. A 4-stage ring gave
 // 0.597 ms. dxmap rows permuted for conflict-free epilogue loads (DxRowToken): 0.545 ms.
+// The kernel is partly issue-bound (ncu, thirty-third session: ~60% of issue slots busy), so
+// instruction cuts pay: the epilogue's reads as lane offsets plus constants, 32-bit store offsets,
+// the stage's bookkeeping carried, predicated stores and one FMA chain a channel took it from
+// 677 to 586 us under ncu (backward_finish 0.732 -> 0.664 ms, bench/results/mhc_h200.md).
 template <int kChannels, int kStageCount>
 struct BwdColumnsTcTraits {
   static constexpr int kCh = kChannels;  // channels per stream per CTA
@@ -631,44 +635,42 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         const int r8 = 16 * mt + 8 * h;  // tt - gt: a multiple of 8 rows, the same swizzle
         // Rows past the chunk (its last stage only) are computed from the stage's other bytes
         // and not stored: a predicated store rather than a branch around the row.
-        {
-          const float pre = LdsF32(sb + lane_pre + r8 * kRecRow);
-          const float dsq2 = 2.0f * LdsF32(sb + lane_dsq + r8 * kRecRow);
-          float rab[4];
+        const float pre = LdsF32(sb + lane_pre + r8 * kRecRow);
+        const float dsq2 = 2.0f * LdsF32(sb + lane_dsq + r8 * kRecRow);
+        float rab[4];
 #pragma unroll
-          for (int b = 0; b < 4; ++b) rab[b] = LdsF32(sb + lane_rab + r8 * kRecRow + 4 * b);
-          // This lane's four channels; tile nt holds ch + 2 nt and ch + 2 nt + 1 (word nt).
-          const uint2 xv = LdsU2(sb + lane_x + r8 * 128);
-          const uint2 uv = LdsU2(sb + lane_swz + Tr::kOffU + r8 * 128);
-          // Per channel one FMA chain: dxmap + 2 dsq x, then pre dU, then the four R dY terms in
-          // order (pre dU first and dxmap's sum added last took one instruction more a channel).
-          const float x4[4] = {Bf16Lo(xv.x), Bf16Hi(xv.x), Bf16Lo(xv.y), Bf16Hi(xv.y)};
-          float v[4];
+        for (int b = 0; b < 4; ++b) rab[b] = LdsF32(sb + lane_rab + r8 * kRecRow + 4 * b);
+        // This lane's four channels; tile nt holds ch + 2 nt and ch + 2 nt + 1 (word nt).
+        const uint2 xv = LdsU2(sb + lane_x + r8 * 128);
+        const uint2 uv = LdsU2(sb + lane_swz + Tr::kOffU + r8 * 128);
+        // Per channel one FMA chain: dxmap + 2 dsq x, then pre dU, then the four R dY terms in
+        // order (pre dU first and dxmap's sum added last took one instruction more a channel).
+        const float x4[4] = {Bf16Lo(xv.x), Bf16Hi(xv.x), Bf16Lo(xv.y), Bf16Hi(xv.y)};
+        float v[4];
 #pragma unroll
-          for (int nt = 0; nt < Tr::kNTiles; ++nt) {
-            v[2 * nt] = fmaf(dsq2, x4[2 * nt], d[nt][2 * h]);
-            v[2 * nt + 1] = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
-          }
-          v[0] = fmaf(pre, Bf16Lo(uv.x), v[0]);
-          v[1] = fmaf(pre, Bf16Hi(uv.x), v[1]);
-          v[2] = fmaf(pre, Bf16Lo(uv.y), v[2]);
-          v[3] = fmaf(pre, Bf16Hi(uv.y), v[3]);
+        for (int nt = 0; nt < Tr::kNTiles; ++nt) {
+          v[2 * nt] = fmaf(dsq2, x4[2 * nt], d[nt][2 * h]);
+          v[2 * nt + 1] = fmaf(dsq2, x4[2 * nt + 1], d[nt][2 * h + 1]);
+        }
+        v[0] = fmaf(pre, Bf16Lo(uv.x), v[0]);
+        v[1] = fmaf(pre, Bf16Hi(uv.x), v[1]);
+        v[2] = fmaf(pre, Bf16Lo(uv.y), v[2]);
+        v[3] = fmaf(pre, Bf16Hi(uv.y), v[3]);
 #pragma unroll
-          for (int b = 0; b < 4; ++b) {
-            const uint2 yv = LdsU2(sb + lane_swz + Tr::kOffDy + (b * Tr::kTok + r8) * 128);
-            v[0] = fmaf(rab[b], Bf16Lo(yv.x), v[0]);
-            v[1] = fmaf(rab[b], Bf16Hi(yv.x), v[1]);
-            v[2] = fmaf(rab[b], Bf16Lo(yv.y), v[2]);
-            v[3] = fmaf(rab[b], Bf16Hi(yv.y), v[3]);
-          }
-          uint32_t out[Tr::kNTiles];
+        for (int b = 0; b < 4; ++b) {
+          const uint2 yv = LdsU2(sb + lane_swz + Tr::kOffDy + (b * Tr::kTok + r8) * 128);
+          v[0] = fmaf(rab[b], Bf16Lo(yv.x), v[0]);
+          v[1] = fmaf(rab[b], Bf16Hi(yv.x), v[1]);
+          v[2] = fmaf(rab[b], Bf16Lo(yv.y), v[2]);
+          v[3] = fmaf(rab[b], Bf16Hi(yv.y), v[3]);
+        }
+        uint32_t out[Tr::kNTiles];
 #pragma unroll
-          for (int nt = 0; nt < Tr::kNTiles; ++nt) out[nt] = PackBf16(v[2 * nt], v[2 * nt + 1]);
-          if (r8 + gt < nb) {
-            __stcs(reinterpret_cast<uint2*>(reinterpret_cast<char*>(dx_lane) +
-                                            static_cast<uint32_t>(r8 / 8) * dx_row8),
-                   make_uint2(out[0], out[1]));
-          }
+        for (int nt = 0; nt < Tr::kNTiles; ++nt) out[nt] = PackBf16(v[2 * nt], v[2 * nt + 1]);
+        if (r8 + gt < nb) {
+          __stcs(reinterpret_cast<uint2*>(reinterpret_cast<char*>(dx_lane) +
+                                          static_cast<uint32_t>(r8 / 8) * dx_row8),
+                 make_uint2(out[0], out[1]));
         }
       }
     }
