@@ -29,12 +29,12 @@
 #                            alternating chunked-only bench rounds, the hash gate of
 #                            ChunkedBackwardHashesForCrossBuildComparison kept either way, the suite
 #                            and both sanitizers on CAND) into $AB_OUT/ab_stdout.txt, printed
-#   ab_mhc_bench DIR "V ..." CHECK TS [HIDE]   tools/gpu/ab_bench.sh on the mHC kernels (3
+#   ab_mhc_bench DIR "V ..." "CHECK ..." TS [HIDE]   tools/gpu/ab_bench.sh on the mHC kernels (3
 #                            alternating bench rounds at T in TS, e.g. "4096,16384"; the suite and
-#                            both sanitizers on CHECK; HASH_FILTER passed through) into
+#                            both sanitizers on each CHECK; HASH_FILTER passed through) into
 #                            $AB_OUT/ab_stdout.txt; prints its lines but those matching HIDE (a grep
-#                            pattern; default the backward and forward_finish rows), then CHECK's
-#                            C = 4096 accuracy lines
+#                            pattern; default the backward and forward_finish rows), then each
+#                            CHECK's C = 4096 accuracy lines
 #   ab_mhc_diag BIN "CASE ..."   the MhcDiag.* stamps test of BIN (a diagnostic build) into
 #                            $AB_OUT/diag.txt; prints its summary lines, then the per-CTA lines of
 #                            each CASE ("T:KIND:REP", e.g. 16384:stats:2)
@@ -177,7 +177,10 @@ ab_mhc_bench() {
     > "$AB_OUT/ab_stdout.txt" 2>&1
   echo "== ab rc=$? at $(ab_el) s"
   grep -v "$hide" "$AB_OUT/ab_stdout.txt"
-  grep "rel-L2 T=4\|rel-L2 T=16384 C=4096" "$AB_OUT/ab/tests_$check.log"
+  local c
+  for c in $check; do
+    grep "rel-L2 T=4\|rel-L2 T=16384 C=4096" "$AB_OUT/ab/tests_$c.log" | sed "s/^/$c /"
+  done
 }
 ab_mhc_diag() {
   local bin=$1 case t kind rep
