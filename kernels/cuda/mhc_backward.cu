@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(BwdPrepareTraits::kMaxThreads)
 // against the 1e-5 contract. The Sinkhorn backward holds one matrix entry a lane, so a
 // half-warp runs one token's chain (with one token a warp the other half only mirrored it):
 // the chain is a long dependent FP64 sequence (2 (2 iters - 1) steps of shuffles and
-// divisions) during which the warp has only its first loads in flight, and two tokens a warp
-// pay it once for twice the bytes. Per token the sums, their order and the chain are those of
+// divisions) during which the warp has only its first two load groups in flight, and two tokens a
+// warp pay it once for twice the bytes. Per token the sums, their order and the chain are those of
 // one token a warp, so the records are the same bits.
 struct BwdTokenTraits {
   static constexpr int kMaxWarps = 4;
