@@ -95,7 +95,7 @@ Status LaunchClusterPair(Kernel kernel, dim3 grid, int threads, int smem, cudaSt
   attr[0].val.clusterDim.x = 2;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
-  cfg.attrs = dependent ? attr : &attr[0];
+  cfg.attrs = attr;  // the cluster shape, then (dependent) the programmatic serialization
   cfg.numAttrs = dependent ? 2 : 1;
   int clusters = 0;
   const Status queried = ResidentClusters(kernel, cfg, resident, what, &clusters);

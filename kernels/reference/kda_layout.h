@@ -153,7 +153,8 @@ struct ChunkBwdLayout {
   int64_t du = 0;        // FP32 [slots, H, 64, 128]: dU, the reverse chain's
   int64_t u = 0;         // FP32 [slots, H, 64, 128]: U, the checkpoint state pass's
   int64_t kdt3 = 0;      // BF16 [slots, H, 128, 64]: Kdec^T's third part (the record's 2 + this)
-  int64_t ready = 0;     // uint32 [slots, H]: the state pass's CTAs done with the slot (S0, U)
+  int64_t ready = 0;     // uint32 [slots, H]: the state pass's and reverse chain's CTAs done with
+                         // the slot (S0, U; dS1, dU)
   int64_t total = 0;
 };
 
