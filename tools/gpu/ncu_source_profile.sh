@@ -6,15 +6,17 @@
 # scheduler and source-counter sections (SECTIONS overrides them, e.g. "--set full") and writes
 # into $OUT: ncu_TAG.txt (details), src_TAG.csv.gz (the SASS source page) and segments_TAG.txt
 # (bench/ncu_sass_segments.py), printing the duration, issue and DRAM lines and the stall summary.
+# NCU_CLOCKS=none profiles at the clocks the bench runs at instead of ncu's locked base clocks.
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,8p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,9p "$0" >&2; exit 2; }
 tag=$1 regex=$2
 shift 2
 export PATH=$PATH:/usr/local/cuda/bin
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 read -r -a sections <<< "${SECTIONS:---section SpeedOfLight --section WarpStateStats --section SchedulerStats}"
-timeout 150 ncu -f --import-source no --kernel-name-base demangled "${sections[@]}" \
+timeout 150 ncu -f --clock-control "${NCU_CLOCKS:-base}" --import-source no \
+  --kernel-name-base demangled "${sections[@]}" \
   --section SourceCounters -k "regex:$regex" -c 1 -o "/tmp/$tag" "$@" > "$out/ncu_$tag.log" 2>&1
 timeout 30 ncu -i "/tmp/$tag.ncu-rep" --page details > "$out/ncu_$tag.txt" 2>&1
 timeout 60 ncu -i "/tmp/$tag.ncu-rep" --page source --csv --print-source sass > "/tmp/$tag.csv" \
