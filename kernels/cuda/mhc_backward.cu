@@ -108,7 +108,10 @@ struct BwdTokenTraits {
   // The Sinkhorn chain (input of every step, one double per matrix entry and token) lives in
   // dynamic shared memory sized by sinkhorn_iters, kept within the 48 KiB that needs no opt-in.
   static constexpr int kSmemLimit = 48 * 1024;
-  static constexpr int ChainBytesPerWarp(int iters) { return kTokens * (2 * iters - 1) * 16 * 8; }
+  // Rows of 16 doubles a token: the 2 iters - 1 steps' inputs, then soft and dR (kept there, out
+  // of registers, while the chain is spread over the group loop).
+  static constexpr int ChainRows(int iters) { return 2 * iters + 1; }
+  static constexpr int ChainBytesPerWarp(int iters) { return kTokens * ChainRows(iters) * 16 * 8; }
   static constexpr int Warps(int iters) {
     const int w = kSmemLimit / ChainBytesPerWarp(iters);
     return w < kMaxWarps ? w : kMaxWarps;
@@ -142,7 +145,7 @@ __device__ __forceinline__ uint16_t Bf16Bits(float v) {
 
 __device__ __forceinline__ double SigmoidD(double v) { return 1.0 / (1.0 + exp(-v)); }
 
-__global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
+__global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32, 4)
     MhcBwdTokenKernel(const uint16_t* __restrict__ X, const uint16_t* __restrict__ dU,
                       const float* __restrict__ scale, const float* __restrict__ base,
                       const float* __restrict__ stats, const float* __restrict__ grad_stats,
@@ -167,27 +170,25 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   // soon as it has been converted, at the end of its half of the loop body, where ptxas keeps the
   // loads (a load issued at the top, into a third set of registers, was sunk by ptxas below the
   // conversions, where it waited at once).
-  // X's stream a of token h lies a C past xrow[h]; the offsets within a token (< 4 C <= 65536
-  // channels) are 32-bit, so a load's address is one wide add. With a 64-bit row index per load
-  // (and a branch per load for the end) the loads took ~15 instructions each, a fifth of the
+  // X's stream a of token h lies a C past its row; the offsets within a token pair (< 8 C <=
+  // 131072 channels) are 32-bit, so a load's address is one wide add. With a 64-bit row index per
+  // load (and a branch per load for the end) the loads took ~15 instructions each, a fifth of the
   // kernel's (ncu, bench/results/mhc_h200.md, thirty-third session).
   constexpr uint32_t kStep = 8 * 32;
   const uint32_t cs = static_cast<uint32_t>(C);
-  const uint16_t* xrow[Tr::kTokens];
-  const uint16_t* urow[Tr::kTokens];
-#pragma unroll
-  for (int h = 0; h < Tr::kTokens; ++h) {
-    xrow[h] = X + tok[h] * 4 * C + 8 * lane;
-    urow[h] = dU + tok[h] * C + 8 * lane;
-  }
+  // Token 1's rows lie x1 and u1 channels past token 0's (32-bit: two row pointers fewer to keep
+  // live through the chain now spread over the loop).
+  const uint16_t* xrow = X + tok[0] * 4 * C + 8 * lane;
+  const uint16_t* urow = dU + tok[0] * C + 8 * lane;
+  const uint32_t x1 = second ? 4 * cs : 0u, u1 = second ? cs : 0u;
   auto load = [&](uint32_t c, uint4(&xr)[Tr::kTokens][4], uint4(&ur)[Tr::kTokens]) {
 #pragma unroll
     for (int h = 0; h < Tr::kTokens; ++h) {
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
-        xr[h][a] = __ldg(reinterpret_cast<const uint4*>(xrow[h] + (a * cs + c)));
+        xr[h][a] = __ldg(reinterpret_cast<const uint4*>(xrow + ((h ? x1 : 0u) + a * cs + c)));
       }
-      ur[h] = __ldg(reinterpret_cast<const uint4*>(urow[h] + c));
+      ur[h] = __ldg(reinterpret_cast<const uint4*>(urow + ((h ? u1 : 0u) + c)));
     }
   };
   uint4 xa[Tr::kTokens][4], ua[Tr::kTokens], xb[Tr::kTokens][4], ub[Tr::kTokens];
@@ -197,40 +198,55 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
   load(kStep < cs ? kStep : 0, xb, ub);
 
   const double hc_eps = hc_eps_f;
-  // Sinkhorn backward of this half-warp's token, one matrix entry a lane.
+  // Sinkhorn backward of this half-warp's token, one matrix entry a lane: steps = 2 iters - 1
+  // steps forward (each step's input kept in shared memory), then as many back. They are spread
+  // over the group loop below, a share before each group's sums, so that its dependent FP64
+  // sequence runs while the group's loads are in flight: run first, as one block, it kept each
+  // warp at two groups in flight for ~a fifth of the kernel (ncu at the bench's clocks: the chain
+  // 21% of the stall samples, the first buffer's sums 46%, long-scoreboard 45%; thirty-fourth
+  // session). The steps, their order and so the bits are the same.
   const int idx = lane & 15;
-  double dL;
+  const int64_t th = half != 0 ? tok[1] : tok[0];
+  // 32-bit shared addresses: this lane's entry of step 0, and of the soft and dR rows.
+  const uint32_t chain =
+      SmemAddr(chain_s) +
+      static_cast<uint32_t>(((warp * Tr::kTokens + half) * Tr::ChainRows(iters) * 16 + idx) * 8);
+  const uint32_t soft_s = chain + 16 * 8 * steps;  // soft, then dR one row (128 bytes) further
+  double v;  // the forward's p, then the backward's y (the output of the current step)
   {
-    const int64_t th = half != 0 ? tok[1] : tok[0];
-    const float* st = stats + th * kMhcStatsWidth;
-    const float* gs = grad_stats + th * kMhcGradStatsWidth;
-    const double L = static_cast<double>(st[8 + idx]) * scale[2] + base[8 + idx];
-    double soft, p;
-    {
-      const double mx =
-          fmax(fmax(L, __shfl_xor_sync(0xffffffffu, L, 1)),
-               fmax(__shfl_xor_sync(0xffffffffu, L, 2), __shfl_xor_sync(0xffffffffu, L, 3)));
-      const double e = exp(L - mx);
-      soft = e / LineSum(e, true);
-      p = soft + hc_eps;
-    }
-    double* chain = chain_s + (static_cast<int64_t>(warp) * Tr::kTokens + half) * steps * 16;
-    for (int s = 0; s < steps; ++s) {
-      chain[16 * s + idx] = p;  // input of step s
-      p = p / (LineSum(p, (s & 1) != 0) + hc_eps);
-    }
-    __syncwarp();
-    double gr = gs[4 + idx];  // dR
-    double y = p;             // output of the current step
-    for (int s = steps - 1; s >= 0; --s) {
-      const bool rows = (s & 1) != 0;
-      const double in = chain[16 * s + idx];
-      const double dot = LineSum(gr * y, rows);
-      gr = (gr - dot) / (LineSum(in, rows) + hc_eps);
-      y = in;
-    }
-    dL = soft * (gr - LineSum(gr * soft, true));
+    const double L =
+        static_cast<double>(stats[th * kMhcStatsWidth + 8 + idx]) * scale[2] + base[8 + idx];
+    const double mx =
+        fmax(fmax(L, __shfl_xor_sync(0xffffffffu, L, 1)),
+             fmax(__shfl_xor_sync(0xffffffffu, L, 2), __shfl_xor_sync(0xffffffffu, L, 3)));
+    const double e = exp(L - mx);
+    const double soft = e / LineSum(e, true);
+    StsF64(soft_s, soft);
+    StsF64(soft_s + 128, grad_stats[th * kMhcGradStatsWidth + 4 + idx]);  // dR
+    v = soft + hc_eps;
   }
+  double gr = 0.0;  // the backward's gradient
+  const int chain_total = 2 * steps;
+  int k = 0;  // chain steps done (warp-uniform)
+  auto advance = [&](int n) {
+    for (int i = 0; i < n && k < chain_total; ++i, ++k) {
+      if (k < steps) {
+        StsF64(chain + 128 * k, v);  // input of step k
+        v = v / (LineSum(v, (k & 1) != 0) + hc_eps);
+      } else {
+        const int sb = chain_total - 1 - k;  // backward through step sb
+        if (sb == steps - 1) gr = LdsF64(soft_s + 128);
+        const bool rows = (sb & 1) != 0;
+        const double in = LdsF64(chain + 128 * sb);
+        const double dot = LineSum(gr * v, rows);
+        gr = (gr - dot) / (LineSum(in, rows) + hc_eps);
+        v = in;
+      }
+    }
+  };
+  // The chain's share before each of the C / kStep groups' sums.
+  const int groups = static_cast<int>(cs / kStep);
+  const int share = (chain_total + groups - 1) / groups;
 
   double dpre[Tr::kTokens][4] = {};
   auto accumulate = [&](const uint4(&xr)[Tr::kTokens][4], const uint4(&ur)[Tr::kTokens]) {
@@ -247,13 +263,18 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32)
     }
   };
   for (uint32_t c = 0;; c += 2 * kStep) {
+    advance(share);
     accumulate(xa, ua);
     if (c + kStep >= cs) break;
     if (c + 2 * kStep < cs) load(c + 2 * kStep, xa, ua);
+    advance(share);
     accumulate(xb, ub);
     if (c + 2 * kStep >= cs) break;
     if (c + 3 * kStep < cs) load(c + 3 * kStep, xb, ub);
   }
+  advance(chain_total);  // a guard: the groups' shares already cover the chain
+  const double soft = LdsF64(soft_s);
+  const double dL = soft * (gr - LineSum(gr * soft, true));
 #pragma unroll
   for (int h = 0; h < Tr::kTokens; ++h) {
 #pragma unroll

@@ -59,6 +59,15 @@ __device__ __forceinline__ uint2 LdsU2(uint32_t s) {
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(s));
   return v;
 }
+__device__ __forceinline__ double LdsF64(uint32_t s) {
+  double v;
+  asm volatile("ld.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(s));
+  return v;
+}
+// A shared store this thread (or, after a barrier, another) reads back ("memory": kept in order).
+__device__ __forceinline__ void StsF64(uint32_t s, double v) {
+  asm volatile("st.shared.f64 [%0], %1;\n" ::"r"(s), "d"(v) : "memory");
+}
 __device__ __forceinline__ float LdsF32(uint32_t s) {
   float v;
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(s));
