@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mhc80 (prepared in the thirty-fourth session, NEVER RUN: not enough device time left): the
+# mhc80 (thirty-fourth session; prepared first, then run in its last call and merged as 5c00eef): the
 # token kernel with the Sinkhorn chain's steps spread over the group loop (a share before each
 # group's sums) instead of run as one block at the start, against main. At the bench's clocks the
 # token kernel is latency-bound (tok_real/: long scoreboard 45%, the chain's lines 21% of the
