@@ -99,9 +99,10 @@ __global__ void __launch_bounds__(BwdPrepareTraits::kMaxThreads)
 // against the 1e-5 contract. The Sinkhorn backward holds one matrix entry a lane, so a
 // half-warp runs one token's chain (with one token a warp the other half only mirrored it):
 // the chain is a long dependent FP64 sequence (2 (2 iters - 1) steps of shuffles and
-// divisions) during which the warp has only its first two load groups in flight, and two tokens a
-// warp pay it once for twice the bytes. Per token the sums, their order and the chain are those of
-// one token a warp, so the records are the same bits.
+// divisions), and two tokens a warp pay it once for twice the bytes. Its steps are spread over the
+// warp's loop over channel groups, so that they run while the loads are in flight (below). Per
+// token the sums, their order and the chain are those of one token a warp, so the records are the
+// same bits.
 struct BwdTokenTraits {
   static constexpr int kMaxWarps = 4;
   static constexpr int kTokens = 2;  // tokens a warp, one per half-warp in the Sinkhorn backward
