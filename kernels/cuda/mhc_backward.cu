@@ -273,7 +273,8 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32, 4)
     if (c + 2 * kStep >= cs) break;
     if (c + 3 * kStep < cs) load(c + 3 * kStep, xb, ub);
   }
-  advance(chain_total);  // a guard: the groups' shares already cover the chain
+  // No step is left here: the loop above sums each of the C / kStep groups once, each after a
+  // share of ceil(chain_total / groups) steps, so the shares cover the chain.
   const double soft = LdsF64(soft_s);
   const double dL = soft * (gr - LineSum(gr * soft, true));
 #pragma unroll
