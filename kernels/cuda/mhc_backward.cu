@@ -18,6 +18,7 @@
 #include "cakegrad/kernels/mhc.h"
 #include "mhc_common.cuh"
 #include "mhc_tensor_map.h"
+#include "pdl_launch.h"
 #include "reference/mhc_layout.h"
 
 namespace cakegrad::kernels {
@@ -503,11 +504,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   };
 
   // The first stages are requested before fn is loaded and split, so that their latency and
-  // fn's overlap (one CTA an SM: each CTA's start is on the critical path).
+  // fn's overlap (one CTA an SM: each CTA's start is on the critical path). This kernel is
+  // launched as kernel 1's programmatic dependent, so it may begin as kernel 1's last CTAs exit:
+  // the records (and, to keep this kernel's traffic out of kernel 1's way, the other tiles too)
+  // are requested only once kernel 1 has completed and its writes are visible; the tensor copies
+  // read them through the async proxy, hence the proxy fence. Every CTA's thread 0 waits, so
+  // this grid completes after kernel 1's, and kernel 3 (an ordinary launch) follows both.
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) MbarInit(&full_bar[s], 1);
     MbarInitFence();
+    cudaGridDependencySynchronize();
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #pragma unroll
     for (int st = 0; st < Tr::kStages - 1; ++st) issue(st);
   }
@@ -897,8 +905,16 @@ Status MhcBackwardFinishCuda(const MhcBwdFinishParams& p, cudaStream_t stream) {
                            ColTr::kSmemBytes),
       name));
   const dim3 col_grid(static_cast<unsigned>(p.C / ColTr::kCh), static_cast<unsigned>(chunks));
-  col_kernel<<<col_grid, ColTr::kThreads, ColTr::kSmemBytes, stream>>>(maps, p.fn, p.dX, partials,
-                                                                       p.T, p.C, chunks);
+  // A programmatic dependent of kernel 1, which never triggers early: its CTAs are placed as
+  // kernel 1's CTAs exit, which hides the launch gap between the two. H200, thirty-fifth session
+  // (bench/results/mhc_h200.md): backward_finish -0.3% / -0.5% / -0.9% at T = 16384 / 8192 /
+  // 4096, bitwise the same; a trigger at kernel 1's start (column CTAs placed during its last
+  // wave, waiting) was +2.0% at T = 16384.
+  cudaLaunchAttribute pdl;
+  const cudaLaunchConfig_t cfg =
+      ProgrammaticLaunchConfig(col_grid, dim3(ColTr::kThreads), ColTr::kSmemBytes, stream, &pdl);
+  MHC_RETURN_IF_ERROR(mhc_cuda::CudaStatus(
+      cudaLaunchKernelEx(&cfg, col_kernel, maps, p.fn, p.dX, partials, p.T, p.C, chunks), name));
   MHC_RETURN_IF_ERROR(mhc_cuda::LaunchStatus(name));
 
   using RedTr = mhc_cuda::BwdReduceTraits;

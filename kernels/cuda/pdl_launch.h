@@ -2,9 +2,10 @@
 // be placed once every block of that kernel has triggered (cudaTriggerProgrammaticLaunchCompletion)
 // or exited, and they read that kernel's results only after cudaGridDependencySynchronize. Stream
 // order is kept and the launch is graph-capturable; the callers (conv1d's backward reduce, mHC's
-// forward_stats coefficients) use it to overlap a short kernel's launch with the tail of the long
-// one it follows, and the chunked KDA backward to chain its reverse chain, state pass and grad
-// kernel (whose CTAs wait on per-slot counters instead of cudaGridDependencySynchronize).
+// forward_stats coefficients and backward_finish's column kernel) use it to overlap a kernel's
+// launch with the tail of the one it follows, and the chunked KDA backward to chain its reverse
+// chain, state pass and grad kernel (whose CTAs wait on per-slot counters instead of
+// cudaGridDependencySynchronize).
 #pragma once
 
 #include <cuda_runtime.h>
