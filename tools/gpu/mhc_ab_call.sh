@@ -11,12 +11,13 @@
 #      token and column kernels) for every variant, at T = 16384 (the bench's --profile), at
 #      ncu's locked clocks unless NCU_CLOCKS=none (the bench's clocks: where a kernel is bound by
 #      memory or by issue can differ between the two, bench/results/mhc_h200.md, thirty-fourth
-#      session);
+#      session); with the DRAM, L2 and L1/TEX throughputs: backward_finish's column kernel is
+#      bound by L2 throughput, not by DRAM (bench/results/mhc_h200.md, thirty-fifth session);
 #   4. the logs as one archive, $OUT/NAME.tgz (the device tool returns a limited number of files).
 # Usage: bash tools/gpu/mhc_ab_call.sh NAME "base cand ..." "cand ..."=CHECK [KEEP=0]
 #        [TS=4096,16384] [KERNELS='MhcBwd(Token|Columns)']
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,17p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,19p "$0" >&2; exit 2; }
 name=$1 variants=$2 check=$3 keep=${4:-0} ts=${5:-4096,16384} kernels=${6:-'MhcBwd(Token|Columns)'}
 source tools/gpu/ab_extras.sh
 tar xJf ".carry/${name}x/${name}.tar.xz" -C .carry
@@ -43,7 +44,8 @@ done
 for v in $variants; do
   timeout 60 ncu --clock-control "${NCU_CLOCKS:-base}" --kernel-name "regex:$kernels" \
     --section SpeedOfLight \
-    "$D/$v/cakegrad_mhc_bench" --profile 2>&1 | grep -E "^  [A-Za-z_]|Duration|DRAM Through" |
+    "$D/$v/cakegrad_mhc_bench" --profile 2>&1 |
+    grep -E "^  [A-Za-z_]|Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through" |
     sed "s/^/$v /"
 done
 tar czf "${OUT:-/tmp/out}/$name.tgz" -C "$AB_OUT" .
