@@ -17,7 +17,7 @@
 # Usage: bash tools/gpu/mhc_ab_call.sh NAME "base cand ..." "cand ..."=CHECK [KEEP=0]
 #        [TS=4096,16384] [KERNELS='MhcBwd(Token|Columns)']
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,19p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,18p "$0" >&2; exit 2; }
 name=$1 variants=$2 check=$3 keep=${4:-0} ts=${5:-4096,16384} kernels=${6:-'MhcBwd(Token|Columns)'}
 source tools/gpu/ab_extras.sh
 tar xJf ".carry/${name}x/${name}.tar.xz" -C .carry
