@@ -382,10 +382,13 @@ __global__ void __launch_bounds__(BwdTokenTraits::kMaxWarps * 32, 4)
 // the ldmatrix and epilogue loads). Per-row bulk copies (384 of 16..128 bytes a stage, no
 // tensor map) took 3.1 ms: the copy engine handles small requests slowly. A 4-stage ring gave
 // 0.597 ms. dxmap rows permuted for conflict-free epilogue loads (DxRowToken): 0.545 ms.
-// The kernel is partly issue-bound (ncu, thirty-third session: ~60% of issue slots busy), so
-// instruction cuts pay: the epilogue's reads as lane offsets plus constants, 32-bit store offsets,
-// the stage's bookkeeping carried, predicated stores and one FMA chain a channel took it from
-// 677 to 586 us under ncu (backward_finish 0.732 -> 0.664 ms, bench/results/mhc_h200.md).
+// The kernel was partly issue-bound (ncu, thirty-third session: ~60% of issue slots busy), so
+// instruction cuts paid: the epilogue's reads as lane offsets plus constants, 32-bit store
+// offsets, the stage's bookkeeping carried, predicated stores and one FMA chain a channel took it
+// from 677 to 586 us under ncu (backward_finish 0.732 -> 0.664 ms, bench/results/mhc_h200.md).
+// Now, at the bench's clocks, L2 throughput bounds it (~89%): X and dU served from L2 instead of
+// DRAM gave -1.4%, a fifth of its shared reads removed -2.7% (timing-only diagnostics, thirty-
+// fifth session). What can still pay is fewer bytes through L2, not fewer instructions.
 template <int kChannels, int kStageCount>
 struct BwdColumnsTcTraits {
   static constexpr int kCh = kChannels;  // channels per stream per CTA
