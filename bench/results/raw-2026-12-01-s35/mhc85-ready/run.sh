@@ -12,7 +12,7 @@
 # may leave a few SMs idle). Expected: the column kernel a few percent faster if L2 stays the
 # bound; every output bitwise main's (the same bytes land in the same places). Both builds: 128
 # registers, 8 bytes of stack (one value reloaded a stage).
-# Rebuild the carry (the patches apply to main 0e44c86 and later):
+# Rebuild the carry (the patches apply to main f971055 and later, until mhc_backward.cu changes):
 #   git checkout -b mhc-mcast main && git apply bench/results/raw-2026-12-01-s35/mhc85-ready/mcast.patch
 #   && git commit -qam mcast && git checkout -b mhc-mcast4 && git apply
 #   bench/results/raw-2026-12-01-s35/mhc85-ready/mcast4_on_mcast.patch && git commit -qam mcast4
