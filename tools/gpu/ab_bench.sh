@@ -13,14 +13,14 @@
 #   1. every variant's bench, ROUNDS times, alternating (all variants see the same machine
 #      state), beside a 100 ms clock and power log;
 #   2. a summary: per variant and table row, each round's time (the bench's median);
-#   3. for each variant in CHECK: the whole family suite, memcheck and racecheck on *Sanitize*,
-#      the three in parallel.
+#   3. for each variant in CHECK: the whole family suite and one compute-sanitizer run a tool of
+#      SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck") on *Sanitize*, all in parallel.
 # Usage: bash tools/gpu/ab_bench.sh DIR FAMILY "base cand ..." [ROUNDS=3] ["cand ..."=CHECK]
 # Env: BENCH_ENV (assignments for the bench, e.g. "CAKEGRAD_BENCH_REST_MS=500" for conv1d),
-# BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool), HASH_FILTER, HASH_OFFSETS, HASH_REF,
-# HASH_KEEP. Logs and the summary go to $OUT/ab/.
+# BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool), SANITIZE_TOOLS, HASH_FILTER,
+# HASH_OFFSETS, HASH_REF, HASH_KEEP. Logs and the summary go to $OUT/ab/.
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,19p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,20p "$0" >&2; exit 2; }
 dir=$1 family=$2 variants=$3 rounds=${4:-3} check=${5:-}
 case $family in conv1d | mhc | kda) ;; *) echo "family must be conv1d, mhc or kda" >&2; exit 2 ;; esac
 export PATH=$PATH:/usr/local/cuda/bin
@@ -94,13 +94,14 @@ awk -v fam="$family" '
   END { for (k in t) print k ":" t[k]; for (k in c) print "copy " k ":" c[k] }
 ' "$bench" | sort > "$out/summary.txt"
 
+tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 pids=()
 for v in $check; do
   tests="$dir/$v/cakegrad_gpu_${family}_tests"
   to=${TEST_TIMEOUT:-120}
   (timeout "$to" "$tests" > "$out/tests_$v.log" 2>&1; echo "rc=$?" >> "$out/tests_$v.log") &
   pids+=($!)
-  for tool in memcheck racecheck; do
+  for tool in $tools; do
     (timeout "$to" compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
       --gtest_filter='*Sanitize*' > "$out/${tool}_$v.log" 2>&1
      echo "rc=$?" >> "$out/${tool}_$v.log") &
@@ -113,5 +114,5 @@ cat "$out/summary.txt"
 for v in $check; do
   echo "--- $v"
   grep -hE "^\[  PASSED|^\[  FAILED|FAILED  \]|rc=|ERROR SUMMARY|RACECHECK SUMMARY" \
-    "$out/tests_$v.log" "$out/memcheck_$v.log" "$out/racecheck_$v.log" | head -20
+    "$out/tests_$v.log" $(for t in $tools; do echo "$out/${t}_$v.log"; done) | head -20
 done

@@ -28,10 +28,10 @@
 #   ab_kda_gate DIR "BASE CAND" ROUNDS   tools/gpu/ab_bench.sh on the chunked backward (ROUNDS
 #                            alternating chunked-only bench rounds, the hash gate of
 #                            ChunkedBackwardHashesForCrossBuildComparison kept either way, the suite
-#                            and both sanitizers on CAND) into $AB_OUT/ab_stdout.txt, printed
+#                            and the sanitizers on CAND) into $AB_OUT/ab_stdout.txt, printed
 #   ab_mhc_bench DIR "V ..." "CHECK ..." TS [HIDE]   tools/gpu/ab_bench.sh on the mHC kernels (3
 #                            alternating bench rounds at T in TS, e.g. "4096,16384"; the suite and
-#                            both sanitizers on each CHECK; HASH_FILTER passed through) into
+#                            the sanitizers on each CHECK; HASH_FILTER passed through) into
 #                            $AB_OUT/ab_stdout.txt; prints its lines but those matching HIDE (a grep
 #                            pattern; default the backward and forward_finish rows), then each
 #                            CHECK's C = 4096 accuracy lines

@@ -4,8 +4,8 @@
 # script is one line. DIR holds the variants that tools/gpu/build_ab_carry.sh packed (kda family).
 #   1. tools/gpu/ab_bench.sh with the hash gate KdaKernels.ChunkedBackwardHashesForCrossBuildComparison
 #      (KEEP=1: a variant with other bits is reported and kept; for new bits by design), ROUNDS
-#      alternating chunked-only bench rounds, and for each variant in CHECK the KDA suite,
-#      memcheck and racecheck;
+#      alternating chunked-only bench rounds, and for each variant in CHECK the KDA suite and
+#      the compute-sanitizer tools of ab_bench.sh (SANITIZE_TOOLS);
 #   2. the worst chunked FP32 gradients (dA_log, ddt_bias, dinitial_state) of CHECK's suites;
 #      With SEQ_REF (a test log or a .tgz of final_build_call.sh's logs holding one), each CHECK
 #      variant's sequential backward hashes are compared with the reference's: for changes the

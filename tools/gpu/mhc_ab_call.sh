@@ -4,8 +4,8 @@
 # line. NAME is what tools/gpu/build_ab_carry.sh packed here (mhc family): carry [".carry/NAMEx"].
 #   1. ab_mhc_bench (tools/gpu/ab_extras.sh): the hash gate MhcKernels.*HashesForCrossBuildComparison
 #      (KEEP=1: a variant with other bits is reported and kept, for new bits by design), 3
-#      alternating bench rounds at T in TS, and the mHC suite, memcheck and racecheck of each
-#      variant in CHECK;
+#      alternating bench rounds at T in TS, and the mHC suite and ab_bench.sh's sanitizer tools
+#      (SANITIZE_TOOLS) on each variant in CHECK;
 #   2. for each variant, whether its dX hashes and the rest of its hash lines equal the first's;
 #   3. ncu times (SpeedOfLight) of the kernels matching KERNELS (a regex; default backward_finish's
 #      token and column kernels) for every variant, at T = 16384 (the bench's --profile), at

@@ -8,8 +8,9 @@
 #   5. the Python two-trainer test (tools/gpu/run_python_gpu.sh)
 #   6. the daemon's overhead and GPU busy fraction (cakegrad_daemon_bench), eager and graphs
 #   7. the EVENT latency again under MPS (one context for all processes)
-#   3. compute-sanitizer memcheck + racecheck on each family's *Sanitize* tests (last: the
-#      slowest and, for unchanged kernels, a repeat)
+#   3. compute-sanitizer on each family's *Sanitize* tests, one run a tool of SANITIZE_TOOLS
+#      (default "memcheck racecheck synccheck initcheck"), all at once (last: the slowest and,
+#      for unchanged kernels, a repeat; ~105 s, KDA's racecheck the longest)
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
 # cut short by the device tool's limit still returns what finished); a summary prints at the end.
 # STEPS (python test), PYTHON_FIRST (below), FAMILIES (default "conv1d mhc kda"), TORCH_REF=0
@@ -122,14 +123,24 @@ if ! skip 7; then
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 if ! skip 3; then
+  # Every (family, tool) run at once: each is small and latency-bound, and KDA's racecheck alone
+  # takes ~95 s since the 32- and 64-row Sanitize tests (H200).
+  san=() pids=()
   for f in ${SANITIZE_FAMILIES:-$FAMILIES}; do
-    for tool in memcheck racecheck; do
-      # KDA's racecheck alone takes ~95 s since the 32- and 64-row Sanitize tests (H200).
-      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
-        "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
-        > "$LOG/sanitize_${f}_${tool}.log" 2>&1
-      note "$f $tool: rc=$? $(tail -1 "$LOG/sanitize_${f}_${tool}.log")"
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+      (s0=$(date +%s)
+       timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+         "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \
+         > "$LOG/sanitize_${f}_${tool}.log" 2>&1
+       echo "rc=$? after $(($(date +%s) - s0)) s" > "$LOG/sanitize_${f}_${tool}.rc") &
+      pids+=($!)
+      san+=("$f $tool")
     done
+  done
+  [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
+  for ft in "${san[@]}"; do
+    set -- $ft
+    note "$1 $2: $(cat "$LOG/sanitize_$1_$2.rc") $(tail -1 "$LOG/sanitize_$1_$2.log")"
   done
 fi
 tar czf "$OUT/logs.tgz" -C "$LOG" .
