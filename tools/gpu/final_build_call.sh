@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine: a session's final-build call. Unpacks .carry/gpu.tar.xz (made here by
 # tools/gpu/package_for_gpu.sh), runs every family's suite, the daemon, Python (5 steps), the
-# benches with mHC's PyTorch reference and the sanitizers of SANITIZE_FAMILIES (default "kda": the
-# family whose kernels changed), then ncu per-kernel times of the chunked KDA backward at the
-# three bench cases. Logs go to $OUT (the device tool's folder), the ncu times to $OUT/prof.
+# benches with mHC's PyTorch reference and the sanitizers (SANITIZE_TOOLS, default all four) of
+# SANITIZE_FAMILIES (default all three: the twelve runs go at once and take about as long as KDA's
+# racecheck alone, ~105 s), then ncu per-kernel times of the chunked KDA backward at the three
+# bench cases. Logs go to $OUT (the device tool's folder), the ncu times to $OUT/prof.
 # Device call: {"command": "bash tools/gpu/final_build_call.sh",
 #   "carry": [".carry/gpu.tar.xz", "client/python/cakegrad/v1"], "timeout_s": 560}
 # Since the sequential KDA backward runs in FP64 (twenty-fifth session) the suites, benches and
@@ -15,7 +16,7 @@ S=$(date +%s); el() { echo $(($(date +%s) - S)); }
 tar xJf .carry/gpu.tar.xz
 OUT=${OUT:-/tmp/out}
 PYTHON_FIRST=1 STEPS=5 SKIP="${SKIP-6 7}" FAMILIES="conv1d mhc kda" TORCH_FAMILIES=mhc \
-  SANITIZE_FAMILIES="${SANITIZE_FAMILIES:-kda}" timeout 480 bash tools/gpu/run_all_gpu.sh
+  SANITIZE_FAMILIES="${SANITIZE_FAMILIES:-conv1d mhc kda}" timeout 480 bash tools/gpu/run_all_gpu.sh
 echo "== run_all rc=$? at $(el) s"
 AB_OUT=$OUT/prof
 source tools/gpu/ab_extras.sh  # ab_ncu_case
