@@ -50,6 +50,15 @@ constexpr double kTf32FlopsPerS = 495e12;
 // Seconds per (token, head) of the chunked forward's matmuls on the tensor cores (see above).
 constexpr double kChunkedFwdSecondsPerPair =
     3.0 * (16384 + 2731 + 32768 + 65536) / kBf16FlopsPerS + 65536 / kTf32FlopsPerS;
+// The same for the chunked backward (bench/results/kda_h200.md, "FLOPs, bytes and floors (C =
+// 64)"): per token and head 644,437 FLOP of products, of which the decayed intra-chunk products of
+// the gate path (dkk 49,152 + dkkd 16,384) need about FP32-exact operands (three parts, at the TF32
+// rate in the study's count) and the rest BF16x3: the least tensor-core time of an accurate
+// chunked backward. Its bytes add the S0 and dS1 checkpoints, each written and read once.
+constexpr double kChunkedBwdGateFlop = 49152 + 16384;
+constexpr double kChunkedBwdSecondsPerPair = 3.0 * (644437 - kChunkedBwdGateFlop) / kBf16FlopsPerS +
+                                             3.0 * kChunkedBwdGateFlop / kTf32FlopsPerS;
+constexpr double kChunkedBwdCheckpointBytesPerPair = 4.0 * 128 * 128 * 4 / 64;
 constexpr int64_t kD = 128;
 
 #define BENCH_CUDA(expr)                                                                        \
@@ -277,12 +286,20 @@ void Run(const Case& c) {
         c.name.c_str(), dir, ms, flop / ms / 1e9, bytes / ms / 1e6, floor_ms, ms / floor_ms, target,
         ms <= target ? "MET" : "missed");
   };
+  auto chunked_bwd_floor = [&](double ms) {
+    const double floor_ms =
+        1e3 * std::max(pairs * kChunkedBwdSecondsPerPair,
+                       (bwd_bytes + pairs * kChunkedBwdCheckpointBytesPerPair) / kBytesPerS);
+    std::printf("%-28s bwd  chunked-algorithm floor %6.3f ms  x%5.2f\n", c.name.c_str(), floor_ms,
+                ms / floor_ms);
+  };
   if (ChunkedOnly()) {
     const double chunked = MedianMs(
         [&] { check(cakegrad::kernels::kda_cuda::KdaBackwardChunkedCuda(b, nullptr)); }, 3, 15);
     BENCH_CUDA(cudaGetLastError());
     line("fwd", fwd, fwd_flop, fwd_bytes, c.fwd_target_ms);
     line("bwd chunked", chunked, bwd_flop, bwd_bytes, c.bwd_target_ms);
+    chunked_bwd_floor(chunked);
     free_all();
     return;
   }
@@ -329,6 +346,7 @@ void Run(const Case& c) {
               chunked_floor_ms, fwd / chunked_floor_ms);
   line("bwd", bwd, bwd_flop, bwd_bytes, c.bwd_target_ms);
   line("bwd chunked", bwd_chunked, bwd_flop, bwd_bytes, c.bwd_target_ms);
+  chunked_bwd_floor(bwd_chunked);
   const bool auto_chunked = cakegrad::kernels::ResolveKdaBackwardAlgorithm(
                                 cakegrad::kernels::KdaBackwardAlgorithm::kAuto, c.H) ==
                             cakegrad::kernels::KdaBackwardAlgorithm::kChunked;
