@@ -493,6 +493,14 @@ std::vector<Shape> ChunkedBackwardShapes() {
   Shape fast = plain(2, 1000, 4);
   fast.g_mean = 6.0;
   s.push_back(fast);
+  // The two slow-decay shapes again at 4 heads, the fewest that auto sends to these kernels: the
+  // default path's hardest cancellation in dA_log.
+  Shape slow4 = slow;
+  slow4.H = 4;
+  s.push_back(slow4);
+  Shape slow_packed4 = slow_packed;
+  slow_packed4.H = 4;
+  s.push_back(slow_packed4);
   // The tail shape (2, 65, 1) with more heads: dA_log's rel-L2 is then over H values, which
   // rarely all cancel at once (the auto choice's premise, kda.h). (2, 63, 4), the least head
   // count auto sends here on the one-partial-chunk shape, is among AccuracyShapes.
