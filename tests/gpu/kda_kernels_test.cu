@@ -493,6 +493,9 @@ std::vector<Shape> ChunkedBackwardShapes() {
   Shape fast = plain(2, 1000, 4);
   fast.g_mean = 6.0;
   s.push_back(fast);
+  Shape fast8 = fast;  // the same gates over twice the heads: how fast dA_log's tail thins with H
+  fast8.H = 8;
+  s.push_back(fast8);
   // The two slow-decay shapes again at 4 heads, the fewest that auto sends to these kernels: the
   // default path's hardest cancellation in dA_log.
   Shape slow4 = slow;
