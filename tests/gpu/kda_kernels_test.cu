@@ -364,13 +364,21 @@ void CheckAgainstFp64(Problem& pr, const char* tag, BackwardKernels backward) {
       {"ddt_bias", testing::ToDouble(pr.gdt.Download()), gr.ddt_bias, 1e-4},
       {"dinitial_state", testing::ToDouble(pr.gs0.Download()), gr.ds0, 1e-4},
   };
+  // From kKdaChunkedBackwardMinHeads heads on SPEC's limit stays, also where the chunked dA_log has
+  // a known rare tail (gates pinned near lower_bound, kda.h): such a failure is the documented
+  // one, and says so.
+  auto tail_note = [&](const Check& c, double err) -> const char* {
+    if (backward != BackwardKernels::kChunked || std::string(c.name) != "dA_log" || err <= 1e-4) {
+      return "";
+    }
+    if (few_heads_chunked) return " over SPEC's 1e-4: the chunked dA_log tail at few heads";
+    if (pr.sh.g_mean != 0.0) return " over SPEC's 1e-4: the chunked dA_log tail at fast decay";
+    return "";
+  };
   for (const Check& c : checks) {
     const double err = RelL2(c.got, c.exact);
     std::printf("[ %s ] %s %-15s rel-L2 %.3e (limit %.0e)%s\n", tag, pr.sh.Name().c_str(), c.name,
-                err, c.tol,
-                few_heads_chunked && std::string(c.name) == "dA_log" && err > 1e-4
-                    ? " over SPEC's 1e-4: the chunked dA_log tail at few heads"
-                    : "");
+                err, c.tol, tail_note(c, err));
     EXPECT_LE(err, c.tol) << c.name;
   }
   // dA_log's error against the magnitude of its terms (kda_ref::Grads::dA_log_terms). Where the

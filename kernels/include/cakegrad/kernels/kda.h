@@ -55,11 +55,18 @@ struct KdaFwdParams {
 // (2, 65, 1) 2 of 300 draws over, at two heads with slow decay over 4197 packed tokens 3 of 381
 // (the worst 1.5e-4; a suite run met 1.6e-4), so up to ~1% of draws on such shapes, none of 958
 // on three other shapes at two and three heads; H = 4 within 1.1e-5 on all of 1050 and within
-// 3.6e-5 on 398 more. The sequential one runs in FP64 (twenty-fifth session: dA_log within
-// 5.7e-8 on 1000 draws at B = 2, T = 65, H = 1, where its FP32 form missed 1e-4 on about 1 draw in
-// 300), on segments of each document in parallel (twenty-seventh session: 1.55 ms at B = 1,
+// 3.6e-5 on 398 more. With every gate pinned near lower_bound (g ~ N(6, 1), fast decay) the tail
+// reaches the default path too (thirty-seventh session, 2026-12-02, B = 2, T = 1000): H = 4 over
+// 1e-4 on 2 of 874 draws (the worst 1.43e-4), H = 8 up to 9.2e-5 on 205; at issue #5's g ~ N(0, 1)
+// and with slow decay at H = 4 none (within 3.5e-5 on 250 more). The error is ~1e-7 of the sum
+// of dA_log's terms (FP32 gate gradients); the gate's sigmoid derivative taken with expf instead
+// of the SFU's ex2 moved it by ~1%. The sequential one runs in FP64 (twenty-fifth session: dA_log
+// within 5.7e-8 on 1000 draws at B = 2, T = 65, H = 1, where its FP32 form missed 1e-4 on about 1
+// draw in 300), on segments of each document in parallel (twenty-seventh session: 1.55 ms at B = 1,
 // T = 8192, H = 1, where the chunked one takes 0.36). kAuto therefore takes the chunked kernels
-// from kKdaChunkedBackwardMinHeads heads on.
+// from kKdaChunkedBackwardMinHeads heads on: at T = 8192 the sequential ones take 5.4 / 10.1 ms
+// at H = 4 / 8 against the chunked ones' 0.62 / 1.0 (thirty-seventh session), and the fast-decay
+// tail above does not thin from 4 heads to 8, so no head count would avoid it.
 enum class KdaBackwardAlgorithm { kAuto, kSequential, kChunked };
 
 constexpr int64_t kKdaChunkedBackwardMinHeads = 4;
