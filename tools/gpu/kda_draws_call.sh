@@ -13,7 +13,8 @@ set -uo pipefail
 bin=$1 filter=$2 draws=$3 seed_base=${4:-1} output=${5:-dA_log}
 out=${OUT:-/tmp/cakegrad-out}/draws
 mkdir -p "$out"
-log=$out/$(basename "$(dirname "$bin")")_$(echo "$filter" | tr -c 'A-Za-z0-9_\n' _).log
+# Named by binary, filter and first seed: runs of one test on other seeds may go side by side.
+log=$out/$(basename "$(dirname "$bin")")_$(echo "$filter" | tr -c 'A-Za-z0-9_\n' _)_$seed_base.log
 pair=()
 [ "${PAIR:-0}" = 1 ] && pair=(KDA_PAIR_SEQUENTIAL=1)
 env "${pair[@]}" KDA_TEST_SEED_BASE="$seed_base" timeout "${LIMIT_S:-240}" "$bin" \
