@@ -14,13 +14,14 @@
 #      state), beside a 100 ms clock and power log;
 #   2. a summary: per variant and table row, each round's time (the bench's median);
 #   3. for each variant in CHECK: the whole family suite and one compute-sanitizer run a tool of
-#      SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck") on *Sanitize*, all in parallel.
+#      SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck") on *Sanitize*, all in
+#      parallel.
 # Usage: bash tools/gpu/ab_bench.sh DIR FAMILY "base cand ..." [ROUNDS=3] ["cand ..."=CHECK]
 # Env: BENCH_ENV (assignments for the bench, e.g. "CAKEGRAD_BENCH_REST_MS=500" for conv1d),
 # BENCH_TIMEOUT (60 s a run), TEST_TIMEOUT (120 s a tool), SANITIZE_TOOLS, HASH_FILTER,
 # HASH_OFFSETS, HASH_REF, HASH_KEEP. Logs and the summary go to $OUT/ab/.
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,20p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,21p "$0" >&2; exit 2; }
 dir=$1 family=$2 variants=$3 rounds=${4:-3} check=${5:-}
 case $family in conv1d | mhc | kda) ;; *) echo "family must be conv1d, mhc or kda" >&2; exit 2 ;; esac
 export PATH=$PATH:/usr/local/cuda/bin

@@ -139,8 +139,8 @@ if ! skip 3; then
   done
   [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
   for ft in "${san[@]}"; do
-    set -- $ft
-    note "$1 $2: $(cat "$LOG/sanitize_$1_$2.rc") $(tail -1 "$LOG/sanitize_$1_$2.log")"
+    read -r f tool <<< "$ft"
+    note "$f $tool: $(cat "$LOG/sanitize_${f}_${tool}.rc") $(tail -1 "$LOG/sanitize_${f}_${tool}.log")"
   done
 fi
 tar czf "$OUT/logs.tgz" -C "$LOG" .
