@@ -14,7 +14,7 @@
 #      state), beside a 100 ms clock and power log;
 #   2. a summary: per variant and table row, each round's time (the bench's median);
 #   3. for each variant in CHECK: the whole family suite and one compute-sanitizer run a tool of
-#      SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck") on *Sanitize*, all in
+#      SANITIZE_TOOLS (default: sanitize_tools.sh, all four) on *Sanitize*, all in
 #      parallel.
 # Usage: bash tools/gpu/ab_bench.sh DIR FAMILY "base cand ..." [ROUNDS=3] ["cand ..."=CHECK]
 # Env: BENCH_ENV (assignments for the bench, e.g. "CAKEGRAD_BENCH_REST_MS=500" for conv1d),
@@ -95,7 +95,8 @@ awk -v fam="$family" '
   END { for (k in t) print k ":" t[k]; for (k in c) print "copy " k ":" c[k] }
 ' "$bench" | sort > "$out/summary.txt"
 
-tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
+source "$(dirname "${BASH_SOURCE[0]}")/sanitize_tools.sh"
+tools=$SANITIZE_TOOLS
 pids=()
 for v in $check; do
   tests="$dir/$v/cakegrad_gpu_${family}_tests"

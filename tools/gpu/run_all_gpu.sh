@@ -9,7 +9,7 @@
 #   6. the daemon's overhead and GPU busy fraction (cakegrad_daemon_bench), eager and graphs
 #   7. the EVENT latency again under MPS (one context for all processes)
 #   3. compute-sanitizer on each family's *Sanitize* tests, one run a tool of SANITIZE_TOOLS
-#      (default "memcheck racecheck synccheck initcheck"), all at once (last: the slowest and,
+#      (default: sanitize_tools.sh, all four), all at once (last: the slowest and,
 #      for unchanged kernels, a repeat; ~105 s, KDA's racecheck the longest)
 # Logs go to /tmp/cakegrad-gpu-logs and come back as $OUT/logs.tgz (re-packed after every stage, so a run
 # cut short by the device tool's limit still returns what finished); a summary prints at the end.
@@ -22,6 +22,7 @@
 set -uo pipefail
 LOG=/tmp/cakegrad-gpu-logs  # outside $OUT: only the summary and one archive come back
 source tools/gpu/runner_lib.sh
+source tools/gpu/sanitize_tools.sh  # SANITIZE_TOOLS
 {
   echo "date: $(date -u +%FT%TZ)"
   # The commit is the binaries' (SOURCE, written by package_for_gpu.sh). The device copy's own
@@ -127,7 +128,7 @@ if ! skip 3; then
   # takes ~95 s since the 32- and 64-row Sanitize tests (H200).
   san=() pids=()
   for f in ${SANITIZE_FAMILIES:-$FAMILIES}; do
-    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    for tool in $SANITIZE_TOOLS; do
       (s0=$(date +%s)
        timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
          "$bin/cakegrad_gpu_${f}_tests" --gtest_filter='*Sanitize*' \

@@ -4,9 +4,10 @@
 #   bash tools/gpu/run_gpu_tests.sh FAMILY [GTEST_FILTER]      FAMILY: conv1d | mhc | kda | all
 #   BENCH=1 ...  also runs bench/kernels/FAMILY_bench after the tests
 #   SANITIZE=1 ... also runs compute-sanitizer on tests matching *Sanitize*, one run a tool of
-#                  SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck")
+#                  SANITIZE_TOOLS (default: sanitize_tools.sh, all four)
 # Builds only that family's targets (kernels-only: no gRPC needed), writes every log under $OUT.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/sanitize_tools.sh"  # SANITIZE_TOOLS
 OUT=${OUT:-/tmp/cakegrad-out}
 mkdir -p "$OUT"
 FAMILY=${1:?family: conv1d | mhc | kda | all}
@@ -38,7 +39,7 @@ for f in $FAMILIES; do
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[       OK \]|Failure|Expected|Which is|rel|error" \
     "$OUT/gpu_${f}_tests.log" | head -120
   if [ "${SANITIZE:-0}" = 1 ]; then
-    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    for tool in $SANITIZE_TOOLS; do
       compute-sanitizer --tool $tool --error-exitcode 9 "$bin" --gtest_filter='*Sanitize*' \
         > "$OUT/sanitize_${f}_${tool}.log" 2>&1 || rc=1
       tail -3 "$OUT/sanitize_${f}_${tool}.log"
