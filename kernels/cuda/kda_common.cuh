@@ -201,13 +201,23 @@ constexpr float kLog2e = 1.44269504088896340736f;
 // The SFU's exp2, reciprocal and reciprocal square root (sfu_math.cuh) on the host emulator
 // (tools/emu, CAKEGRAD_KDA_HOST_EMU): each carries a deterministic error of up to its PTX bound
 // (ex2 2 ulp, rcp 1 ulp, rsqrt 2 ulp), so the emulation is no more accurate than the device.
+// The error is drawn from the argument's bits by a hash: EMU_SFU_SALT=n changes the draw (another
+// realization of the same error sizes), EMU_SFU_ULPS=n makes every result n ulps off instead (a
+// one-sided SFU). The thirty-ninth session used both to tell a tail draw's luck from a device bias
+// (bench/results/kda_h200.md).
 #ifdef CAKEGRAD_KDA_HOST_EMU
 inline float EmuUlps(float y, float x, int max_ulps) {
   if (std::fpclassify(y) == FP_SUBNORMAL) return 0.f;
   if (!std::isfinite(y) || y == 0.f) return y;
+  static const char* const salt = std::getenv("EMU_SFU_SALT");
+  static const char* const fixed = std::getenv("EMU_SFU_ULPS");
   uint32_t b;
   std::memcpy(&b, &x, 4);
-  const int ulps = static_cast<int>(((b * 2654435761u) >> 24) % (2 * max_ulps + 1)) - max_ulps;
+  if (salt != nullptr) b ^= static_cast<uint32_t>(std::atol(salt));
+  const int ulps =
+      fixed != nullptr
+          ? std::atoi(fixed)
+          : static_cast<int>(((b * 2654435761u) >> 24) % (2 * max_ulps + 1)) - max_ulps;
   for (int i = 0; i < (ulps < 0 ? -ulps : ulps); ++i) y = std::nextafter(y, ulps < 0 ? 0.f : 1e38f);
   return y;
 }
