@@ -115,6 +115,8 @@ inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]
   // among them, each truncated toward zero n significant bits below it, summed exactly, and the
   // sum rounded toward zero to FP32: the published model of the tensor cores' accumulation (Fasi
   // et al., "Numerical behavior of NVIDIA tensor cores", 2021), a stronger form of EMU_MMA_RZ.
+  // n = 26 is what the H200 does (tools/gpu/probes/mma_accum_probe.cu: terms 2^-25 below the
+  // largest kept, 2^-26 dropped, the sum rounded toward zero).
   static const char* const trunc_env = std::getenv("EMU_MMA_TRUNC");
   static const int trunc_bits = trunc_env != nullptr ? std::atoi(trunc_env) : 0;
   for (int i = 0; i < 4; ++i) {

@@ -9,7 +9,7 @@
 # (~10-17 s per draw on the 2-core development machine).
 # Arithmetic models (for telling a draw's luck from a systematic error): EMU_SFU_SALT=n another
 # realization of the SFU's errors, EMU_SFU_ULPS=n every SFU result n ulps off, EMU_MMA_RZ=1 /
-# EMU_MMA_TRUNC=24 the tensor cores' truncating accumulation (tools/emu/cuda_host_shim.h).
+# EMU_MMA_TRUNC=26 the tensor cores' truncating accumulation as the H200 does it (cuda_host_shim.h).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 out=${OUT:-/tmp/kda_dalog_emu}
