@@ -52,32 +52,43 @@ double Ulp(float y) {
   return static_cast<double>(std::nextafter(a, 1e38f)) - a;
 }
 
+// Signed error statistics of one function over one range, in ulps of the exact result and
+// relative: the mean says whether it errs to one side.
+struct ErrorStats {
+  double s_ulp = 0, s_abs = 0, s_rel = 0, mx = 0;
+  int64_t neg = 0, pos = 0, used = 0;
+  void Add(float got, double ref) {
+    const double e = (static_cast<double>(got) - ref) / Ulp(static_cast<float>(ref));
+    s_ulp += e;
+    s_abs += std::fabs(e);
+    s_rel += (got - ref) / ref;
+    mx = std::fmax(mx, std::fabs(e));
+    neg += e < 0;
+    pos += e > 0;
+    ++used;
+  }
+  void Print(const char* var, const char* range, const char* name) const {
+    std::printf(
+        "%s in %-12s %-32s n %9lld | mean err %+.4f ulp, mean |err| %.4f, max %.2f | "
+        "mean rel %+.3e | below %.3f above %.3f\n",
+        var, range, name, static_cast<long long>(used), s_ulp / used, s_abs / used, mx,
+        s_rel / used, double(neg) / used, double(pos) / used);
+  }
+};
+
 void Report(const char* range, const std::vector<float>& y, const std::vector<float>& out,
             int64_t n) {
   for (int f = 0; f < kFns; ++f) {
-    double s_ulp = 0, s_abs = 0, s_rel = 0, mx = 0;
-    int64_t neg = 0, pos = 0, used = 0;
+    ErrorStats st;
     for (int64_t i = 0; i < n; ++i) {
-      const double p2 = std::exp2(static_cast<double>(y[i]));
-      double ref = p2;
+      double ref = std::exp2(static_cast<double>(y[i]));
       if (f == kExpf) ref = std::exp(static_cast<double>(y[i] * 0.693147180559945309f));
       if (f == kRcp) ref = 1.0 / (1.0 + static_cast<double>(out[kEx2 * n + i]));
       const float got = out[f * n + i];
       if (!(ref > 1.2e-38) || got == 0.f || !std::isfinite(got)) continue;  // FTZ range
-      const double e = (static_cast<double>(got) - ref) / Ulp(static_cast<float>(ref));
-      s_ulp += e;
-      s_abs += std::fabs(e);
-      s_rel += (got - ref) / ref;
-      mx = std::fmax(mx, std::fabs(e));
-      neg += e < 0;
-      pos += e > 0;
-      ++used;
+      st.Add(got, ref);
     }
-    std::printf(
-        "y in %-12s %-32s n %9lld | mean err %+.4f ulp, mean |err| %.4f, max %.2f | "
-        "mean rel %+.3e | below %.3f above %.3f\n",
-        range, kNames[f], static_cast<long long>(used), s_ulp / used, s_abs / used, mx,
-        s_rel / used, double(neg) / used, double(pos) / used);
+    st.Print("y", range, kNames[f]);
   }
 }
 
@@ -106,26 +117,12 @@ __global__ void Eval2(const float* x, float* out, int64_t n) {
 void Report2(const char* range, const std::vector<float>& x, const std::vector<float>& out,
              int64_t n, bool sigmoid) {
   for (int f = sigmoid ? kSigmoid : 0; f < (sigmoid ? kFns2 : kSigmoid); ++f) {
-    double s_ulp = 0, s_abs = 0, s_rel = 0, mx = 0;
-    int64_t neg = 0, pos = 0, used = 0;
+    ErrorStats st;
     for (int64_t i = 0; i < n; ++i) {
       const double v = x[i];
-      const double ref = sigmoid ? 1.0 / (1.0 + std::exp(-v)) : 1.0 / std::sqrt(v);
-      const float got = out[f * n + i];
-      const double e = (static_cast<double>(got) - ref) / Ulp(static_cast<float>(ref));
-      s_ulp += e;
-      s_abs += std::fabs(e);
-      s_rel += (got - ref) / ref;
-      mx = std::fmax(mx, std::fabs(e));
-      neg += e < 0;
-      pos += e > 0;
-      ++used;
+      st.Add(out[f * n + i], sigmoid ? 1.0 / (1.0 + std::exp(-v)) : 1.0 / std::sqrt(v));
     }
-    std::printf(
-        "x in %-12s %-32s n %9lld | mean err %+.4f ulp, mean |err| %.4f, max %.2f | "
-        "mean rel %+.3e | below %.3f above %.3f\n",
-        range, kNames2[f], static_cast<long long>(used), s_ulp / used, s_abs / used, mx,
-        s_rel / used, double(neg) / used, double(pos) / used);
+    st.Print("x", range, kNames2[f]);
   }
 }
 
