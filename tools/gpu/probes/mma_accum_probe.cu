@@ -100,6 +100,10 @@ int main() {
         {"C = 2^-23 + 1, products (1 + 2^-7) and 1", 23, a, 1.f + std::ldexp(1.f, -23)});
   }
   const int n = static_cast<int>(cases.size());
+  if (n > kCases) {
+    std::fprintf(stderr, "%d cases, room for %d\n", n, kCases);
+    return 1;
+  }
   std::vector<float> a(kCases * 16, 0.f), c(kCases, 0.f), d(kCases, 0.f);
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < 16; ++k) a[i * 16 + k] = cases[i].a[k];
