@@ -95,6 +95,8 @@ void Report(const char* range, const std::vector<float>& y, const std::vector<fl
 // The reciprocal square root (the chunked kernels' q and k norms: x = sum of 128 squares +
 // 1e-6) and the gate sigmoid 1 / (1 + 2^(-z log2 e)) built on ex2 and rcp.
 enum Fn2 { kRsqrtFtz, kRsqrtf, kRsqrtIeee, kRsqrtNewton, kSigmoid, kSigmoidExpf, kFns2 };
+static_assert(static_cast<int>(kFns2) <= static_cast<int>(kFns),
+              "the second study reuses the first one's output buffer");
 const char* const kNames2[kFns2] = {"RsqrtFtz(x)",         "rsqrtf(x)",
                                     "1 / sqrtf(x) (IEEE)", "RsqrtFtz + Newton step",
                                     "GateSigmoid(x)",      "1 / (1 + expf(-x)) (IEEE div)"};
@@ -126,6 +128,16 @@ void Report2(const char* range, const std::vector<float>& x, const std::vector<f
   }
 }
 
+// x uniform in [lo, hi) from an xorshift stream (24 random bits a value), the same every run.
+void FillUniform(std::vector<float>& x, float lo, float hi, uint64_t s) {
+  for (float& v : x) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    v = lo + (hi - lo) * static_cast<float>((s >> 40) * 0x1.0p-24);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -140,13 +152,7 @@ int main() {
   CHECK(cudaMalloc(&dout, kFns * n * sizeof(float)));
   std::vector<float> x(n), out(kFns * n);
   for (const Range& r : ranges) {
-    uint64_t s = 0x9E3779B97F4A7C15ull;
-    for (int64_t i = 0; i < n; ++i) {
-      s ^= s << 13;
-      s ^= s >> 7;
-      s ^= s << 17;
-      x[i] = r.lo + (r.hi - r.lo) * static_cast<float>((s >> 40) * 0x1.0p-24);
-    }
+    FillUniform(x, r.lo, r.hi, 0x9E3779B97F4A7C15ull);
     CHECK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     Eval<<<1024, 256>>>(dx, dout, n);
     CHECK(cudaGetLastError());
@@ -159,13 +165,7 @@ int main() {
       {"[1,4]", 1.f, 4.f}, {"[64,256]", 64.f, 256.f}, {"[-5,5]", -5.f, 5.f}, {"[2,20]", 2.f, 20.f}};
   for (int ri = 0; ri < 4; ++ri) {
     const Range& r = ranges2[ri];
-    uint64_t s = 0x2545F4914F6CDD1Dull;
-    for (int64_t i = 0; i < n; ++i) {
-      s ^= s << 13;
-      s ^= s >> 7;
-      s ^= s << 17;
-      x[i] = r.lo + (r.hi - r.lo) * static_cast<float>((s >> 40) * 0x1.0p-24);
-    }
+    FillUniform(x, r.lo, r.hi, 0x2545F4914F6CDD1Dull);
     CHECK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     Eval2<<<1024, 256>>>(dx, dout, n);
     CHECK(cudaGetLastError());
