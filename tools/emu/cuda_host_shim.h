@@ -121,27 +121,22 @@ inline void EmuMma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]
   static const int trunc_bits = trunc_env != nullptr ? std::atoi(trunc_env) : 0;
   for (int i = 0; i < 4; ++i) {
     const int row = g + 8 * (i >> 1), col = 2 * tq + (i & 1);
-    if (trunc_bits > 0) {
+    if (rz || trunc_bits > 0) {  // the accumulator and the 16 exact products, summed in FP64
       double t[17];
       t[0] = d[i];
       for (int k = 0; k < 16; ++k) t[k + 1] = static_cast<double>(A(row, k)) * B(k, col);
-      int emax = -100000;
-      for (double v : t) {
-        if (v != 0.0) emax = std::max(emax, std::ilogb(v));
+      if (trunc_bits > 0) {  // each term cut to the leading term's grid first
+        int emax = -100000;
+        for (double v : t) {
+          if (v != 0.0) emax = std::max(emax, std::ilogb(v));
+        }
+        if (emax > -100000) {
+          const double q = std::ldexp(1.0, emax - (trunc_bits - 1));
+          for (double& v : t) v = std::trunc(v / q) * q;
+        }
       }
       double x = 0.0;
-      if (emax > -100000) {
-        const double q = std::ldexp(1.0, emax - (trunc_bits - 1));
-        for (double v : t) x += std::trunc(v / q) * q;
-      }
-      float f = static_cast<float>(x);
-      if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.f);
-      d[i] = f;
-      continue;
-    }
-    if (rz) {
-      double x = d[i];
-      for (int k = 0; k < 16; ++k) x += static_cast<double>(A(row, k)) * B(k, col);
+      for (double v : t) x += v;
       float f = static_cast<float>(x);
       if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.f);
       d[i] = f;
