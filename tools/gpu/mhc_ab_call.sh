@@ -16,8 +16,9 @@
 #   4. the logs as one archive, $OUT/NAME.tgz (the device tool returns a limited number of files).
 # Usage: bash tools/gpu/mhc_ab_call.sh NAME "base cand ..." "cand ..."=CHECK [KEEP=0]
 #        [TS=4096,16384] [KERNELS='MhcBwd(Token|Columns)']
+# HIDE (a grep pattern, default forward_) drops the bench rows of functions the call is not about.
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,18p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,19p "$0" >&2; exit 2; }
 name=$1 variants=$2 check=$3 keep=${4:-0} ts=${5:-4096,16384} kernels=${6:-'MhcBwd(Token|Columns)'}
 source tools/gpu/ab_extras.sh
 tar xJf ".carry/${name}x/${name}.tar.xz" -C .carry
@@ -25,7 +26,7 @@ ab_call "$name"
 keep_env=()
 [ "$keep" = 1 ] && keep_env=(HASH_KEEP=1)
 export "${keep_env[@]}" HASH_FILTER='MhcKernels.*HashesForCrossBuildComparison'
-ab_mhc_bench "$D" "$variants" "$check" "$ts" 'forward_'
+ab_mhc_bench "$D" "$variants" "$check" "$ts" "${HIDE:-forward_}"
 first=${variants%% *}
 for v in $variants; do
   [ "$v" = "$first" ] && continue
