@@ -173,7 +173,7 @@ ab_kda_gate() {
 ab_mhc_bench() {
   local dir=$1 variants=$2 check=$3 ts=$4 hide=${5:-backward_\|forward_finish}
   OUT=$AB_OUT BENCH_ENV="MHC_BENCH_T=$ts" BENCH_TIMEOUT=60 TEST_TIMEOUT=200 \
-    timeout 400 bash tools/gpu/ab_bench.sh "$dir" mhc "$variants" 3 "$check" \
+    timeout 400 bash tools/gpu/ab_bench.sh "$dir" mhc "$variants" "${ROUNDS:-3}" "$check" \
     > "$AB_OUT/ab_stdout.txt" 2>&1
   echo "== ab rc=$? at $(ab_el) s"
   grep -v "$hide" "$AB_OUT/ab_stdout.txt"
