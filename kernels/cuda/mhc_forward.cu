@@ -429,8 +429,8 @@ struct FwdClusterTraits {
   static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
   static constexpr int kOwnTok = kStageTok / kCtas;
   static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
-  // With U: the second parity of zs_all (5 kStageTok) and the U warps' pre (4 kStageTok).
-  static constexpr int kUFloats = 9 * kStageTok;
+  // With U: the U warps' pre (4 kStageTok).
+  static constexpr int kUFloats = 4 * kStageTok;
   static constexpr int kSmemBytes =
       kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + kUFloats) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
@@ -483,30 +483,25 @@ struct FwdClusterTraits {
   static_assert(kStreamChunks == 32, "a U warp writes one token's slice a step");
 };
 
-__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
-}
-
-// The U warps of the with-U cluster kernel (utid: thread index among them). They take part in
-// every cluster barrier phase (the barrier counts all threads) but publish nothing through it:
-// each arrives for phase s + 1 as soon as phase s completes, so it never holds the other warps
-// back. Per stage they wait for the cluster sums of z_0..3 and sq (zs_full, to which each MMA
-// thread that wrote one arrives), compute pre from them (the coefficient step main ran in warp 0,
-// the same expression: the same bits), hand the sums back (zs_empty), write U from the X slice
-// and refill the X buffer with stage s + kStages. Every writer and reader arrives itself: with
-// one arrival after a warp or named barrier the ordering is the same, but racecheck then reported
-// hazards (bar.arrive / bar.sync hand-overs too).
+// The U warps of the with-U cluster kernel (utid: thread index among them). Per stage, once the
+// cluster barrier's phase s completes (every CTA's CTA sums of stage s are in its cpart), they
+// sum the 16 CTAs' partials in rank order through distributed shared memory (z_0..3 and sq of
+// every token, z_4..23 of this CTA's own tokens), arrive for phase s + 1 (after which the MMA
+// warps may reuse that cpart parity), compute pre (the coefficient kernel's expression: the same
+// bits) and m, r of the own tokens for stats, write U from the X slice and refill the X buffer
+// with stage s + kStages. The MMA warps thus only multiply and sum their CTA: the cluster sums
+// were theirs, a quarter of their time (bench/results/mhc_h200.md, fortieth session, prof94).
 // The same products in the same a-order as before: the same bits. (Reading X from global memory
 // (L2) instead, so that the MMA warps could refill the buffer right after its MMAs, was slower:
 // 0.348 vs 0.289 ms at T = 16384, H200, helper mhc14.)
 template <typename Tr>
 __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, uint64_t* full_bar,
-                          uint64_t* zs_full, uint64_t* zs_empty, const float* zs0, const float* zs1,
-                          float* pre, uint16_t* __restrict__ U, int64_t T, int64_t cluster,
-                          int64_t nclusters, int64_t nstages, int64_t ch0,
-                          const float* __restrict__ scale, const float* __restrict__ base,
-                          float rms_eps, float hc_eps, int utid) {
+                          uint32_t cpart_s, float* zs, float* pre, float* __restrict__ stats,
+                          uint16_t* __restrict__ U, int64_t T, int64_t cluster, int64_t nclusters,
+                          int64_t nstages, int rank, const float* __restrict__ scale,
+                          const float* __restrict__ base, float rms_eps, float hc_eps, int utid) {
   constexpr int64_t C = Tr::kC;
+  const int64_t ch0 = static_cast<int64_t>(rank) * Tr::kSliceCh;
   constexpr int kItems = Tr::kStageTok * Tr::kStreamChunks / Tr::kUThreads;  // U items a thread
   // Items loaded before any is used, so that their shared loads overlap (8 a batch measured no
   // faster, with named-barrier hand-overs).
@@ -523,23 +518,74 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
   // This thread's pre item: stream utid / kStageTok, token utid % kStageTok.
   const float scale0 = scale[0];
   const float bpre = base[utid / Tr::kStageTok];
+  // The cluster sums of a stage, in rank order: item i < 5 kStageTok is z_0..3 or sq (i /
+  // kStageTok = 4) of stage token i % kStageTok, for pre; the next (kLogits - 4) kOwnTok are
+  // z_4..23 of this CTA's own tokens, for their stats. zs holds them in that order.
+  constexpr int kSumItems = 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok;
+  constexpr int kSumsPerThread = (kSumItems + Tr::kUThreads - 1) / Tr::kUThreads;
+  auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
+  auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
+  auto own_val = [&](int v, int i) {
+    return v < 4 || v == kLogits ? zs[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
+  };
   ClusterArriveRelaxed();
   for (int64_t s = 0; s < nstages; ++s) {
-    ClusterWait();
-    ClusterArriveRelaxed();
+    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
+    ClusterWait();  // every CTA's sums of stage s are in its cpart parity s % 2
     {
-      MbarWait(&zs_full[s & 1], static_cast<uint32_t>((s >> 1) & 1));
-      const float* za = (s & 1) ? zs1 : zs0;
-      const float zv = za[utid], sqv = za[4 * Tr::kStageTok + utid % Tr::kStageTok];
-      MbarArrive(&zs_empty[s & 1]);
+      float p[kSumsPerThread][Tr::kCtas];
+#pragma unroll
+      for (int k = 0; k < kSumsPerThread; ++k) {
+        const int idx = utid + k * Tr::kUThreads;
+        if (idx >= kSumItems) continue;
+        int v, tok;
+        if (idx < 5 * Tr::kStageTok) {
+          v = idx / Tr::kStageTok;
+          v = v < 4 ? v : kLogits;
+          tok = idx % Tr::kStageTok;
+        } else {
+          const int i = idx - 5 * Tr::kStageTok;
+          v = 4 + i / Tr::kOwnTok;
+          tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
+        }
+        const uint32_t addr =
+            cpart_s +
+            4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + v * Tr::kStageTok + tok);
+#pragma unroll
+        for (int r = 0; r < Tr::kCtas; ++r) p[k][r] = LdsClusterF32(MapaShared(addr, r));
+      }
+#pragma unroll
+      for (int k = 0; k < kSumsPerThread; ++k) {
+        const int idx = utid + k * Tr::kUThreads;
+        if (idx >= kSumItems) continue;
+        float sum = p[k][0];
+#pragma unroll
+        for (int r = 1; r < Tr::kCtas; ++r) sum += p[k][r];
+        zs[idx] = sum;
+      }
+    }
+    // After the sums, which consumed every loaded value: the MMA warps may overwrite parity
+    // s % 2 with stage s + 2 once every CTA's U warps have arrived here.
+    ClusterArriveRelaxed();
+    NamedBarrierSync(2, Tr::kUThreads);  // zs holds the stage's sums
+    {
+      const float zv = zs[utid], sqv = zs[4 * Tr::kStageTok + utid % Tr::kStageTok];
       const float r = RmsInv(sqv, C, rms_eps);
       const float m = r * zv;
       pre[utid] = Sigmoid(fmaf(m, scale0, bpre)) + hc_eps;
     }
+    // m and r of this CTA's own tokens (the rest of the record is the coefficient kernel's).
+    if (utid < Tr::kVals * Tr::kOwnTok) {
+      const int own = utid / Tr::kVals, v = utid % Tr::kVals;
+      const int64_t t = t0 + rank * Tr::kOwnTok + own;
+      if (t < T) {
+        const float r = RmsInv(own_val(kLogits, own), C, rms_eps);
+        stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(v, own) : r;
+      }
+    }
     NamedBarrierSync(2, Tr::kUThreads);  // pre of the stage written
     // Already complete (the MMA warps saw it); makes the tensor copy's data visible here.
     MbarWait(&full_bar[s % Tr::kStages], static_cast<uint32_t>((s / Tr::kStages) & 1));
-    const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     const unsigned char* xs = xbuf + (s % Tr::kStages) * Tr::kStageBytes;
 #pragma unroll
     for (int b0 = 0; b0 < kItems; b0 += kBatch) {
@@ -568,7 +614,7 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
         if (t < T) __stcs(reinterpret_cast<uint4*>(U + t * C + ch0 + 8 * c8), Pack8(u));
       }
     }
-    NamedBarrierSync(2, Tr::kUThreads);  // done with the X buffer and with pre
+    NamedBarrierSync(2, Tr::kUThreads);  // done with the X buffer, pre and zs
     if (utid == 0) {
       const int64_t sn = s + Tr::kStages;
       if (sn < nstages) {
@@ -607,15 +653,12 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   // 1024-byte aligned: the swizzle pattern of a box follows its shared address bits 7..9.
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ uint64_t full_bar[Tr::kStages];    // stage landed, per buffer
-  __shared__ uint64_t zs_full[2], zs_empty[2];  // with U: zs_all of a parity written / used
   unsigned char* xbuf = smem;                   // [kStages][kBoxes][kBoxRows][kLineBytes]
   float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
   float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
   // wpart holds the next stage's warp partials while this stage's cluster sums are used.
   float* zs = cpart + 2 * Tr::kCpartFloats;  // [kZsFloats]: see zs_all, zs_own
-  // With U, zs_all of odd stages ([5][kStageTok]; even stages' is at zs) and the U warps' pre.
-  float* zs1 = zs + Tr::kZsFloats;         // [5][kStageTok]
-  float* pre_u = zs1 + 5 * Tr::kStageTok;  // [4][kStageTok], written and read by the U warps
+  float* pre_u = zs + Tr::kZsFloats;  // with U: [4][kStageTok], written and read by the U warps
 
   const int tid = threadIdx.x;
   // Barriers are initialized first, on a branch of their own. Initialized after fn's loads (as
@@ -625,12 +668,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   // (H200, MhcKernels.SanitizeSmall, --racecheck-report all; the build before mhc-s16 reported 0).
   if (tid == 0) {
     for (int b = 0; b < Tr::kStages; ++b) MbarInit(&full_bar[b], 1);
-    if constexpr (kWithU) {
-      for (int p = 0; p < 2; ++p) {
-        MbarInit(&zs_full[p], 5 * Tr::kStageTok);
-        MbarInit(&zs_empty[p], Tr::kUThreads);
-      }
-    }
     MbarInitFence();
   }
   if constexpr (kWithU) {
@@ -642,8 +679,9 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       const int64_t cluster = ClusterId(), nclusters = ClusterCount();
       const int64_t nstages = ClusterStages<Tr>(T, cluster, nclusters);
       const int64_t ch0 = static_cast<int64_t>(ClusterCtaRank()) * Tr::kSliceCh;
-      FwdUWarps<Tr>(&xmap, xbuf, full_bar, zs_full, zs_empty, zs, zs1, pre_u, U, T, cluster,
-                    nclusters, nstages, ch0, scale, base, rms_eps, hc_eps, tid - Tr::kThreads);
+      FwdUWarps<Tr>(&xmap, xbuf, full_bar, SmemAddr(cpart), zs, pre_u, stats, U, T, cluster,
+                    nclusters, nstages, static_cast<int>(ClusterCtaRank()), scale, base, rms_eps,
+                    hc_eps, tid - Tr::kThreads);
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Tr::kMmaRegs));
@@ -853,82 +891,18 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
         *reinterpret_cast<float4*>(cp + cp_index(v, tok)) = sum;
       }
     };
-    // With U: cluster sums of stage s in rank order, z_0..3 and sq of every token (for pre: into
-    // the stage parity's zs_all, handed to the U warps through zs_full), z_4..23 of this CTA's
-    // tokens. between() runs while the thread's 16 DSMEM loads are in flight (the next stage's CTA
-    // sum: local shared loads that do not wait for them); it needs the MMA warps' kMmaRegs. Loading
-    // token pairs instead (8-byte DSMEM loads, two lanes a pair: ranks 0..7, then 8..15 added to
-    // the first lane's sum after a shuffle, the same bits) was 39% slower (0.3366 vs 0.2426 ms at
-    // T = 16384, H200, helper mhc15).
-    auto cluster_sum = [&](int64_t s, int idx, auto&& between) {
-      // Thread idx sums into zs[idx] (zs_all, then zs_own order).
-      int v = -1, tok = 0;
-      if (idx < 5 * Tr::kStageTok) {
-        v = idx / Tr::kStageTok;
-        tok = idx % Tr::kStageTok;
-        v = v < 4 ? v : kLogits;
-      } else if (idx < 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok) {
-        const int i = idx - 5 * Tr::kStageTok;
-        v = 4 + i / Tr::kOwnTok;
-        tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
-      }
-      float p[Tr::kCtas];
-      if (v >= 0) {
-        const uint32_t addr =
-            cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + cp_index(v, tok));
-#pragma unroll
-        for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
-      }
-      between();
-      if (v >= 0) {
-        float sum = p[0];
-#pragma unroll
-        for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
-        if (idx < 5 * Tr::kStageTok) {
-          // zs_all of this parity was last read by the U warps for stage s - 2.
-          if (s >= 2) MbarWait(&zs_empty[s & 1], static_cast<uint32_t>(((s >> 1) - 1) & 1));
-          ((s & 1) ? zs1 : zs)[idx] = sum;
-          MbarArrive(&zs_full[s & 1]);
-        } else {
-          zs[idx] = sum;
-        }
-      }
-    };
-    // zs index of z_v (v < 4) or sq (v = kLogits) of stage token tok, and of z_v of own token i.
-    auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
-    auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
-    // z_v (v < 24) or sq (v = 24) of own token i of stage s.
-    auto own_val = [&](int64_t s, int v, int i) {
-      const float* za = (s & 1) ? zs1 : zs;
-      return v < 4 || v == kLogits ? za[zs_all(v, rank * Tr::kOwnTok + i)] : zs[zs_own(v, i)];
-    };
-    // With U: m and r of this CTA's tokens of stage s, warps 0 and 1 (pre is the U warps').
-    auto coefficients = [&](int64_t s) {
-      const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
-      if (tid < Tr::kVals * Tr::kOwnTok) {
-        const int own = tid / Tr::kVals, v = tid % Tr::kVals;
-        const int tok = rank * Tr::kOwnTok + own;
-        const int64_t t = t0 + tok;
-        if (t < T) {
-          const float r = RmsInv(own_val(s, kLogits, own), C, rms_eps);
-          stats[t * kMhcStatsWidth + v] = v < kLogits ? r * own_val(s, v, own) : r;
-        }
-      }
-    };
     // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
-    // between the arrive that publishes stage s's partials and the wait before reading them, so
-    // neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
-    // Arrive k (k = 0 before the loop, k = s + 1 in iteration s) follows this CTA's
-    // writes of stage k's partials and its reads of stage k - 1's; wait k (iteration k) precedes
-    // its reads of stage k and its writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2,
-    // which every CTA has finished reading by then: two parities suffice.
+    // between the arrive that publishes stage s's partials and the wait before the next CTA sum,
+    // so neither the barrier's latency nor the slowest CTA's lag is paid in full every stage.
+    // Phase k completes once every CTA's MMA warps have written stage k's partials (their arrive
+    // k) and every CTA's U warps have summed stage k - 1's (theirs). Wait k therefore precedes
+    // the writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2: two parities suffice.
     // X buffer s % kStages is refilled (by a U warp) once U of stage s is written.
     // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
     // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
-    // other warps arrive without a fence. The last warp releases: its fence (MEMBAR.GPU in SASS)
-    // then does not wait for the stats stores of warps 0 and 1, and does not delay a warp that has
-    // other work before the next stage's MMAs (warp 0 released until helper mhc14, with its
-    // coefficient step behind the fence: prepare 0.289 ms at T = 16384, 0.267 with warp 7).
+    // other warps arrive without a fence. The last warp releases (warp 0 released until helper
+    // mhc14, with its coefficient step behind the fence: prepare 0.289 ms at T = 16384, 0.267
+    // with warp 7).
     auto arrive = [&]() {
       if (warp != Tr::kWarps - 1) {
         ClusterArriveRelaxed();
@@ -936,35 +910,23 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
         ClusterArrive();
       }
     };
-    // Stage s + 1's CTA sum (if any) and stage s's cluster sum (if s >= 0), after the block
-    // barrier that follows stage s + 1's MMAs.
-    auto reduce = [&](int64_t s, bool next) {
-      if (s >= 0) ClusterWait();
-      auto next_cta_sum = [&]() {
-        if (next) cta_sum(s + 1, tid, Tr::kThreads);
-      };
-      if (s >= 0) {
-        cluster_sum(s, tid, next_cta_sum);
-      } else {
-        next_cta_sum();
-      }
-    };
     for (int s = 0; s < Tr::kStages; ++s) stage_x(s);
     if (nstages > 0) {
       multiply(0);
       sync();
-      reduce(-1, true);
+      cta_sum(0, tid, Tr::kThreads);
     }
     sync();
     arrive();
     for (int64_t s = 0; s < nstages; ++s) {
       const bool next = s + 1 < nstages;
       if (next) multiply(s + 1);
-      sync();  // wpart holds stage s + 1; the previous stage's zs is consumed
-      reduce(s, next);
-      sync();  // zs complete; wpart free for stage s + 2
+      sync();  // wpart holds stage s + 1
+      // Wait s: every CTA's U warps have read stage s - 1's sums, whose parity stage s + 1 takes.
+      ClusterWait();
+      if (next) cta_sum(s + 1, tid, Tr::kThreads);
+      sync();  // wpart free for stage s + 2
       arrive();
-      coefficients(s);
     }
     // No CTA may leave while another can still read its partials.
     ClusterWait();
