@@ -356,10 +356,10 @@ __global__ void __launch_bounds__(kStreamThreads)
 //   - Per stage each warp multiplies its k on the tensor cores (fresh accumulators: at most 128 k
 //     per warp, so the MMA's truncating FP32 accumulation never runs long), adds hi + lo, and
 //     gets sq from the same MMAs (the diagonal of x x^T). The CTA sums its 8 warps in order.
-//   - forward_prepare (kWithU): the cluster sums the 16 CTA partials through distributed shared
-//     memory in rank order. CTA r sums all 24 z and sq of its 2 tokens, whose m = r z and r it
-//     writes to stats; every CTA also sums z_0..3 and sq of all 32 tokens, and 4 more warps of
-//     each CTA compute pre from them and write U for its channels from the X still in shared
+//   - forward_prepare (kWithU): 8 more warps of each CTA (the U warps) sum the 16 CTA partials
+//     through distributed shared memory in rank order. CTA r sums all 24 z and sq of its 2
+//     tokens, whose m = r z and r it writes to stats; every CTA also sums z_0..3 and sq of all 32
+//     tokens, computes pre from them and writes U for its channels from the X still in shared
 //     memory, while the 8 MMA warps go on with the next stage. The partials are double-buffered
 //     by stage parity, and the one cluster barrier a stage is split so that the next stage's MMAs
 //     run between its arrive and its wait (see the pipeline below).
@@ -387,7 +387,8 @@ __global__ void __launch_bounds__(kStreamThreads)
 // mhc14, from an ncu profile: prepare 0.289 -> 0.242 ms at T = 16384, 0.093 -> 0.079 at 4096);
 // with U, registers moved from the U warps to the MMA warps (setmaxnreg) and the cluster sum's
 // DSMEM loads overlapped with the next stage's CTA sum (helper mhc15: 0.2426 -> 0.2383 ms at
-// T = 16384).
+// T = 16384); with U, the cluster sums moved to 8 U warps (fortieth session, mhc95: 0.2302 ->
+// 0.2219 ms at T = 16384, 0.0759 -> 0.0740 at 4096).
 template <int kG>
 struct FwdClusterTraits {
   static constexpr int kCtas = 16;
@@ -434,30 +435,26 @@ struct FwdClusterTraits {
   static constexpr int kSmemBytes =
       kStages * kStageBytes + (kWpartFloats + 2 * kCpartFloats + kZsFloats + kUFloats) * 4;
   static constexpr int kChunksPerThread = kStageTok * kRowChunks / kThreads;
-  // With U: warps that only compute pre and write U, beside the kWarps that multiply and sum.
-  // U of stage s then runs while the other warps multiply stage s + 1 and sum stage s + 1 over
-  // the cluster, rather than between their block barriers; its inputs (the cluster sums of
-  // z_0..3 and sq, the X slice) stay in shared memory until it is written. 384 threads cap the
-  // kernel at 168 registers at launch (a U pass in the MMA warps took 200; see kMmaRegs).
-  // Two U warps (320 threads) were slower than none (H200, T = 16384: prepare 0.335 vs 0.307
-  // ms): they wrote U too slowly, and the X buffer of a stage is refilled only after its U.
-  // pre was warp 0's until helper mhc14: ncu (T = 16384) showed the U warps waiting for it 55-65%
-  // of their time and the MMA warps waiting a quarter of theirs at the block barrier after the
-  // MMAs for warp 0, which came to them late by its coefficient step (and, releasing, by its
-  // fence). Moving pre here: 0.267 -> 0.242 ms (the release by warp 7 alone: 0.289 -> 0.267).
-  static constexpr int kUWarps = 4;
+  // With U: warps that sum the stage over the cluster, compute pre and write U, beside the
+  // kWarps that multiply and sum their CTA. U of stage s then runs while the other warps multiply
+  // stage s + 1, rather than between their block barriers; its inputs (the CTA sums, the X slice)
+  // stay in shared memory until it is written. History (H200, T = 16384, prepare): two U warps
+  // were slower than none (0.335 vs 0.307 ms: the X buffer of a stage is refilled only after
+  // its U); pre moved from MMA warp 0 to the U warps, 0.267 -> 0.242 ms (helper mhc14); the
+  // cluster sums moved from the MMA warps (a quarter of their samples, prof94) to 8 U warps,
+  // 0.2302-0.2320 -> 0.2219-0.2226 ms (mhc95: with 4 U warps the same move was 2.6% slower, and
+  // 8 U warps without it changed nothing, mhc93; bench/results/mhc_h200.md, fortieth session).
+  static constexpr int kUWarps = 8;
   static constexpr int kUThreads = 32 * kUWarps;
-  // With U, registers a thread after setmaxnreg: of the CTA's 384 x 168, the U warps give up 32 a
-  // thread and the MMA warps take 16 a thread (128 x 32 = 256 x 16), so that the cluster sum's 16
-  // DSMEM loads stay in flight over the next stage's CTA sum next to the 96 registers of fn's
-  // fragments (at 168 that overlap spilled: 0.334 vs 0.267 ms, helper mhc14). Measured (helper
-  // mhc15, H200, T = 16384, prepare; main 0.2426 ms): 184 / 136 with the overlap 0.2383, without it
-  // 0.2411; 200 / 104 0.2454 and 0.2431; 200 / 104 with four n8 token tiles a multiply step (twice
-  // the independent MMA chains, 32 more accumulator registers, a 24-56 byte spill) 0.3085 and
-  // 0.2737.
+  // With U, registers a thread after setmaxnreg: of the CTA's 512 x 128, the U warps give up 56 a
+  // thread and the MMA warps take 56 (184 next to the 96 registers of fn's fragments). With 4 U
+  // warps and the cluster sums in the MMA warps (helper mhc15, H200, T = 16384, prepare; main
+  // then 0.2426 ms): MMA / U 184 / 136 0.2383; 200 / 104 0.2454; 200 / 104 with four n8 token
+  // tiles a multiply step (twice the independent MMA chains, 32 more accumulator registers, a
+  // 24-56 byte spill) 0.3085.
   static constexpr int kMmaRegs = 184;
-  static constexpr int kURegs = 136;
-  static constexpr int kLaunchRegs = 65536 / (kThreads + kUThreads) / 8 * 8;  // 168
+  static constexpr int kURegs = 72;
+  static constexpr int kLaunchRegs = 65536 / (kThreads + kUThreads) / 8 * 8;  // 128
   static_assert(kMmaRegs * kThreads + kURegs * kUThreads <= kLaunchRegs * (kThreads + kUThreads),
                 "the MMA warps take only what the U warps give back");
   static_assert(kMmaRegs % 8 == 0 && kURegs % 8 == 0, "setmaxnreg takes multiples of 8");
@@ -476,9 +473,10 @@ struct FwdClusterTraits {
   static_assert(kWarpChunks % 4 == 0, "a warp's k is whole 32-k groups");
   static_assert(kNTiles % kTilesAStep == 0, "token tiles are multiplied kTilesAStep at a time");
   static_assert(kStageTok == 32, "the swizzle of wpart assumes 32-token rows");
-  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kThreads, "one thread per cluster sum");
+  static_assert(5 * kStageTok + (kLogits - 4) * kOwnTok <= kUThreads, "one U thread a cluster sum");
   static_assert(kUThreads % kStreamChunks == 0, "a U thread keeps its channel chunk");
-  static_assert(4 * kStageTok == kUThreads, "one pre item (stream, token) a U thread");
+  static constexpr int kPreThreads = 4 * kStageTok;  // one pre item (stream, token) each
+  static_assert(kPreThreads <= kUThreads, "the first U threads compute pre");
   static_assert(kStageTok * kStreamChunks % kUThreads == 0, "U items divide over the U warps");
   static_assert(kStreamChunks == 32, "a U warp writes one token's slice a step");
 };
@@ -505,7 +503,7 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
   constexpr int kItems = Tr::kStageTok * Tr::kStreamChunks / Tr::kUThreads;  // U items a thread
   // Items loaded before any is used, so that their shared loads overlap (8 a batch measured no
   // faster, with named-barrier hand-overs).
-  constexpr int kBatch = 4;
+  constexpr int kBatch = 2;
   static_assert(kItems % kBatch == 0, "U items in whole batches");
   const int c8 = utid % Tr::kStreamChunks;
   // Item it's token is utid / kStreamChunks + (kUThreads / kStreamChunks) k: its rows 4 tok + a
@@ -517,12 +515,20 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
       (c8 / 8) * Tr::kBoxBytes + 4 * tok0 * Tr::kLineBytes + 16 * ((c8 % 8) ^ (4 * (tok0 & 1)));
   // This thread's pre item: stream utid / kStageTok, token utid % kStageTok.
   const float scale0 = scale[0];
-  const float bpre = base[utid / Tr::kStageTok];
-  // The cluster sums of a stage, in rank order: item i < 5 kStageTok is z_0..3 or sq (i /
-  // kStageTok = 4) of stage token i % kStageTok, for pre; the next (kLogits - 4) kOwnTok are
-  // z_4..23 of this CTA's own tokens, for their stats. zs holds them in that order.
+  const float bpre = base[(utid % Tr::kPreThreads) / Tr::kStageTok];
+  // The cluster sums of a stage, in rank order, one a thread: item i < 5 kStageTok is z_0..3 or
+  // sq (i / kStageTok = 4) of stage token i % kStageTok, for pre; the next (kLogits - 4) kOwnTok
+  // are z_4..23 of this CTA's own tokens, for their stats. zs holds them in that order.
   constexpr int kSumItems = 5 * Tr::kStageTok + (kLogits - 4) * Tr::kOwnTok;
-  constexpr int kSumsPerThread = (kSumItems + Tr::kUThreads - 1) / Tr::kUThreads;
+  int sum_v = -1, sum_tok = 0;
+  if (utid < 5 * Tr::kStageTok) {
+    sum_v = utid / Tr::kStageTok < 4 ? utid / Tr::kStageTok : kLogits;
+    sum_tok = utid % Tr::kStageTok;
+  } else if (utid < kSumItems) {
+    const int i = utid - 5 * Tr::kStageTok;
+    sum_v = 4 + i / Tr::kOwnTok;
+    sum_tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
+  }
   auto zs_all = [](int v, int tok) { return (v < 4 ? v : 4) * Tr::kStageTok + tok; };
   auto zs_own = [](int v, int i) { return 5 * Tr::kStageTok + (v - 4) * Tr::kOwnTok + i; };
   auto own_val = [&](int v, int i) {
@@ -532,43 +538,22 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
   for (int64_t s = 0; s < nstages; ++s) {
     const int64_t t0 = (cluster + s * nclusters) * Tr::kStageTok;
     ClusterWait();  // every CTA's sums of stage s are in its cpart parity s % 2
-    {
-      float p[kSumsPerThread][Tr::kCtas];
+    if (sum_v >= 0) {
+      const uint32_t addr = cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats +
+                                                                 sum_v * Tr::kStageTok + sum_tok);
+      float p[Tr::kCtas];
 #pragma unroll
-      for (int k = 0; k < kSumsPerThread; ++k) {
-        const int idx = utid + k * Tr::kUThreads;
-        if (idx >= kSumItems) continue;
-        int v, tok;
-        if (idx < 5 * Tr::kStageTok) {
-          v = idx / Tr::kStageTok;
-          v = v < 4 ? v : kLogits;
-          tok = idx % Tr::kStageTok;
-        } else {
-          const int i = idx - 5 * Tr::kStageTok;
-          v = 4 + i / Tr::kOwnTok;
-          tok = rank * Tr::kOwnTok + i % Tr::kOwnTok;
-        }
-        const uint32_t addr =
-            cpart_s +
-            4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats + v * Tr::kStageTok + tok);
+      for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
+      float sum = p[0];
 #pragma unroll
-        for (int r = 0; r < Tr::kCtas; ++r) p[k][r] = LdsClusterF32(MapaShared(addr, r));
-      }
-#pragma unroll
-      for (int k = 0; k < kSumsPerThread; ++k) {
-        const int idx = utid + k * Tr::kUThreads;
-        if (idx >= kSumItems) continue;
-        float sum = p[k][0];
-#pragma unroll
-        for (int r = 1; r < Tr::kCtas; ++r) sum += p[k][r];
-        zs[idx] = sum;
-      }
+      for (int r = 1; r < Tr::kCtas; ++r) sum += p[r];
+      zs[utid] = sum;
     }
     // After the sums, which consumed every loaded value: the MMA warps may overwrite parity
     // s % 2 with stage s + 2 once every CTA's U warps have arrived here.
     ClusterArriveRelaxed();
     NamedBarrierSync(2, Tr::kUThreads);  // zs holds the stage's sums
-    {
+    if (utid < Tr::kPreThreads) {
       const float zv = zs[utid], sqv = zs[4 * Tr::kStageTok + utid % Tr::kStageTok];
       const float r = RmsInv(sqv, C, rms_eps);
       const float m = r * zv;
@@ -652,11 +637,11 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   constexpr int64_t K = 4 * C;
   // 1024-byte aligned: the swizzle pattern of a box follows its shared address bits 7..9.
   extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ uint64_t full_bar[Tr::kStages];    // stage landed, per buffer
-  unsigned char* xbuf = smem;                   // [kStages][kBoxes][kBoxRows][kLineBytes]
+  __shared__ uint64_t full_bar[Tr::kStages];  // stage landed, per buffer
+  unsigned char* xbuf = smem;                 // [kStages][kBoxes][kBoxRows][kLineBytes]
   float* wpart = reinterpret_cast<float*>(smem + Tr::kStages * Tr::kStageBytes);
   float* cpart = wpart + Tr::kWpartFloats;  // [2][kVals][kStageTok], read by the cluster
-  // wpart holds the next stage's warp partials while this stage's cluster sums are used.
+  // wpart holds the next stage's warp partials while the U warps sum this stage's CTA sums.
   float* zs = cpart + 2 * Tr::kCpartFloats;  // [kZsFloats]: see zs_all, zs_own
   float* pre_u = zs + Tr::kZsFloats;  // with U: [4][kStageTok], written and read by the U warps
 
@@ -869,7 +854,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     // Block barrier of the warps that multiply and sum (the U warps run apart).
     auto sync = [&]() { NamedBarrierSync(1, Tr::kThreads); };
     // cpart's float of value v of stage token tok, [v][tok]: the CTA sums store 4 tokens as a
-    // float4 and the cluster sums of z_0..3 and sq read consecutive tokens.
+    // float4 and the U warps' cluster sums read consecutive tokens.
     auto cp_index = [](int v, int tok) { return v * Tr::kStageTok + tok; };
     // The CTA's partials of stage s: its warps' slots summed in order, into parity s % 2, 4 tokens
     // a thread (the swizzle moves whole 8-token groups); thread i0 of n sums items i0, i0 + n, ...
