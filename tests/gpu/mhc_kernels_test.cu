@@ -515,7 +515,8 @@ TEST(MhcKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
 
 // Prints fnv1a hashes of backward_finish's outputs (dX, dfn, dscale, dbase) and of its token
 // records for pinned inputs (the stats from the GPU forward, grad_stats from backward_prepare), so
-// that builds can be compared bitwise across processes (tools/gpu/ab_bench.sh's HASH_FILTER).
+// that builds can be compared bitwise across processes (tools/gpu/ab_bench.sh's HASH_FILTER), and
+// a second line with forward_prepare's U and stats and forward_finish's Y of the same call.
 // Checks nothing itself beyond successful calls.
 TEST(MhcKernels, BackwardHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
@@ -551,6 +552,13 @@ TEST(MhcKernels, BackwardHashesForCrossBuildComparison) {
         Fnv1a(rec.data(), rec.size()), Fnv1a(dX.data(), 2 * dX.size()),
         Fnv1a(dfn.data(), 4 * dfn.size()), Fnv1a(dscale.data(), 4 * dscale.size()),
         Fnv1a(dbase.data(), 4 * dbase.size()));
+    const auto U = d.U.Download();
+    const auto stats = d.stats.Download();
+    const auto Y = d.Y.Download();
+    std::printf("[ mhc fwd hashes T%lld C%lld i%d ] U %016llx stats %016llx Y %016llx\n",
+                static_cast<long long>(h.T), static_cast<long long>(h.C), h.iters,
+                Fnv1a(U.data(), 2 * U.size()), Fnv1a(stats.data(), 4 * stats.size()),
+                Fnv1a(Y.data(), 2 * Y.size()));
   }
 }
 
