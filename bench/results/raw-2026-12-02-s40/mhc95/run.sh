@@ -9,8 +9,11 @@
 # The zs_full / zs_empty hand-over between the two groups is gone. Same bits by construction.
 #   usum:  4 U warps (136 registers), as main
 #   usum8: 8 U warps (72 registers, U items 2 at a time, the first 128 compute pre)
-# Build: bash tools/gpu/build_ab_carry.sh mhc95 mhc kernels/cuda/mhc_forward.cu base=git:main
-#   usum=git:mhc-usum usum8=bench/results/raw-2026-12-02-s40/mhc95/usum8_mhc_forward.cu
+# Build (as run, main was d7aae0c; usum8's source is d7aae0c's mhc_forward.cu with usum8.diff):
+#   git show d7aae0c:kernels/cuda/mhc_forward.cu > /tmp/usum8.cu
+#   patch /tmp/usum8.cu bench/results/raw-2026-12-02-s40/mhc95/usum8.diff
+#   bash tools/gpu/build_ab_carry.sh mhc95 mhc kernels/cuda/mhc_forward.cu base=git:d7aae0c
+#   usum=git:71d8ce9 usum8=/tmp/usum8.cu
 #   (EXTRA=bench/results/raw-2026-12-02-s40/mhc95/run.sh)
 # Device call: {"command": "bash bench/results/raw-2026-12-02-s40/mhc95/run.sh", "carry": [".carry/mhc95x"]}
 # Read: the hash gate (both variants' lines all equal base's), the suites and the four sanitizers,

@@ -5,9 +5,11 @@
 #   base:   main (MMA 184 / U 72, U items 2 at a time)
 #   r168b4: MMA 168 / U 88, U items 4 at a time
 #   r168b2: MMA 168 / U 88, U items 2 at a time
-# Build: bash tools/gpu/build_ab_carry.sh mhc97 mhc kernels/cuda/mhc_forward.cu base=git:main
-#   r168b4=bench/results/raw-2026-12-02-s40/mhc97/r168b4_mhc_forward.cu
-#   r168b2=bench/results/raw-2026-12-02-s40/mhc97/r168b2_mhc_forward.cu
+# Build (as run, main's kernel was 9948713's; each variant is that mhc_forward.cu with its diff):
+#   for v in r168b4 r168b2; do git show 9948713:kernels/cuda/mhc_forward.cu > /tmp/$v.cu;
+#     patch /tmp/$v.cu bench/results/raw-2026-12-02-s40/mhc97/$v.diff; done
+#   bash tools/gpu/build_ab_carry.sh mhc97 mhc kernels/cuda/mhc_forward.cu base=git:9948713
+#   r168b4=/tmp/r168b4.cu r168b2=/tmp/r168b2.cu
 #   (EXTRA=bench/results/raw-2026-12-02-s40/mhc97/run.sh)
 # Device call: {"command": "bash bench/results/raw-2026-12-02-s40/mhc97/run.sh", "carry": [".carry/mhc97x"]}
 ROUNDS=5 HIDE='backward_' NCU_CLOCKS=none bash tools/gpu/mhc_ab_call.sh mhc97 "base r168b4 r168b2" \
