@@ -514,11 +514,11 @@ TEST(MhcKernels, BitwiseDeterministicAcrossRunsWorkspacesStreamsAndGraphs) {
 }
 
 // Prints fnv1a hashes of backward_finish's outputs (dX, dfn, dscale, dbase) and of its token
-// records for pinned inputs (the stats from the GPU forward, grad_stats from backward_prepare), so
-// that builds can be compared bitwise across processes (tools/gpu/ab_bench.sh's HASH_FILTER), and
-// a second line with forward_prepare's U and stats and forward_finish's Y of the same call.
+// records for pinned inputs (the stats from the GPU forward, grad_stats from backward_prepare),
+// and a second line with forward_prepare's U and stats and forward_finish's Y of the same calls,
+// so that builds can be compared bitwise across processes (tools/gpu/ab_bench.sh's HASH_FILTER).
 // Checks nothing itself beyond successful calls.
-TEST(MhcKernels, BackwardHashesForCrossBuildComparison) {
+TEST(MhcKernels, ForwardAndBackwardHashesForCrossBuildComparison) {
   CAKEGRAD_REQUIRE_GPU();
   for (const Case cs : {Case{4097, 4096, 20}, Case{16384, 4096, 20}, Case{7, 256, 1},
                         Case{1031, 1024, 64}, Case{1, 4096, 3}, Case{33, 7168, 5}}) {
