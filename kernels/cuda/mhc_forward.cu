@@ -428,6 +428,9 @@ struct FwdClusterTraits {
   static constexpr int kWStride = kStageTok;
   static constexpr int kWpartFloats = kWarps * kVals * kWStride;
   static constexpr int kCpartFloats = kVals * kStageTok;  // one parity
+  // cpart's float of value v of stage token tok, [v][tok]: the CTA sums store 4 tokens as a float4
+  // and the U warps' cluster sums read consecutive tokens.
+  static constexpr int CpIndex(int v, int tok) { return v * kStageTok + tok; }
   static constexpr int kOwnTok = kStageTok / kCtas;
   static constexpr int kZsFloats = 5 * kStageTok + (kLogits - 4) * kOwnTok;
   // With U: the U warps' pre (4 kStageTok).
@@ -540,7 +543,7 @@ __device__ void FwdUWarps(const CUtensorMap* xmap, const unsigned char* xbuf, ui
     ClusterWait();  // every CTA's sums of stage s are in its cpart parity s % 2
     if (sum_v >= 0) {
       const uint32_t addr = cpart_s + 4u * static_cast<uint32_t>((s & 1) * Tr::kCpartFloats +
-                                                                 sum_v * Tr::kStageTok + sum_tok);
+                                                                 Tr::CpIndex(sum_v, sum_tok));
       float p[Tr::kCtas];
 #pragma unroll
       for (int r = 0; r < Tr::kCtas; ++r) p[r] = LdsClusterF32(MapaShared(addr, r));
@@ -853,9 +856,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
   } else {
     // Block barrier of the warps that multiply and sum (the U warps run apart).
     auto sync = [&]() { NamedBarrierSync(1, Tr::kThreads); };
-    // cpart's float of value v of stage token tok, [v][tok]: the CTA sums store 4 tokens as a
-    // float4 and the U warps' cluster sums read consecutive tokens.
-    auto cp_index = [](int v, int tok) { return v * Tr::kStageTok + tok; };
     // The CTA's partials of stage s: its warps' slots summed in order, into parity s % 2, 4 tokens
     // a thread (the swizzle moves whole 8-token groups); thread i0 of n sums items i0, i0 + n, ...
     auto cta_sum = [&](int64_t s, int i0, int n) {
@@ -873,7 +873,7 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
           sum.z += p.z;
           sum.w += p.w;
         }
-        *reinterpret_cast<float4*>(cp + cp_index(v, tok)) = sum;
+        *reinterpret_cast<float4*>(cp + Tr::CpIndex(v, tok)) = sum;
       }
     };
     // Software pipeline, one stage deep: the cluster barrier is split, and stage s + 1's MMAs run
