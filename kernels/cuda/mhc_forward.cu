@@ -883,6 +883,10 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     // k) and every CTA's U warps have summed stage k - 1's (theirs). Wait k therefore precedes
     // the writes of stage k + 1 into parity (k + 1) % 2 = (k - 1) % 2: two parities suffice.
     // X buffer s % kStages is refilled (by a U warp) once U of stage s is written.
+    // This exchange, not either group's work, sets the stage (~2.9 us): without any MMA it takes
+    // 2.7 us, without U 2.8. Remote mbarriers a cpart parity in place of the cluster barrier (no
+    // group waiting for the other's slowest CTA) were 1% slower, and the U warps' remote loads 4
+    // tokens wide 2.6% slower (H200, T = 16384; bench/results/mhc_h200.md, forty-first session).
     // Publishes this CTA's partials of the next stage (after a block barrier): one warp's release
     // covers the CTA's earlier shared writes, which the block barrier ordered before it, and the
     // other warps arrive without a fence. The last warp releases (warp 0 released until helper
