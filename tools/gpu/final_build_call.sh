@@ -10,6 +10,8 @@
 # Since the sequential KDA backward runs in FP64 (twenty-fifth session) the suites, benches and
 # KDA's sanitizers take ~420 s; the ncu cases (~10 s each) stop by 515 s.
 # SKIP (default "6 7") picks the stages left out; SKIP=7 adds the daemon bench (~60-90 s).
+# NCU_CASES (default "0 1 2") picks the KDA bench cases profiled; empty skips them (~30 s), e.g. to
+# leave a call's time for another job after this one when KDA is unchanged.
 # (the eighteenth and nineteenth sessions copied this into bench/results/raw-*/final/run.sh.)
 set -uo pipefail
 S=$(date +%s); el() { echo $(($(date +%s) - S)); }
@@ -20,7 +22,7 @@ PYTHON_FIRST=1 STEPS=5 SKIP="${SKIP-6 7}" FAMILIES="conv1d mhc kda" TORCH_FAMILI
 echo "== run_all rc=$? at $(el) s"
 AB_OUT=$OUT/prof
 source tools/gpu/ab_extras.sh  # ab_ncu_case
-for c in 0 1 2; do
+for c in ${NCU_CASES-0 1 2}; do
   [ "$(el)" -lt 515 ] || break
   echo "case $c:"
   ab_ncu_case .carry/gpu/bin/cakegrad_kda_bench "$c" "$AB_OUT/ncu_kernels_case$c.txt"
