@@ -666,7 +666,6 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Tr::kURegs));
       const int64_t cluster = ClusterId(), nclusters = ClusterCount();
       const int64_t nstages = ClusterStages<Tr>(T, cluster, nclusters);
-      const int64_t ch0 = static_cast<int64_t>(ClusterCtaRank()) * Tr::kSliceCh;
       FwdUWarps<Tr>(&xmap, xbuf, full_bar, SmemAddr(cpart), zs, pre_u, stats, U, T, cluster,
                     nclusters, nstages, static_cast<int>(ClusterCtaRank()), scale, base, rms_eps,
                     hc_eps, tid - Tr::kThreads);
