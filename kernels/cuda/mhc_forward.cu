@@ -907,6 +907,9 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
     sync();
     arrive();
     for (int64_t s = 0; s < nstages; ++s) {
+      // As the split-K kernel's: the coefficient kernel's blocks may be placed (on the SMs no
+      // cluster holds) from the last stage on; they wait for this grid's end before reading m.
+      if (s == nstages - 1) cudaTriggerProgrammaticLaunchCompletion();
       const bool next = s + 1 < nstages;
       if (next) multiply(s + 1);
       sync();  // wpart holds stage s + 1
@@ -923,19 +926,64 @@ __global__ void __launch_bounds__(Tr::kThreads + (kWithU ? Tr::kUThreads : 0), 1
 
 // The rest of the stats record from m = r z and r (floats 0..24, written by the cluster
 // kernel): l = m scale + base, pre, post, Sinkhorn, zeros. pre is computed as the cluster kernel
-// computes it for U, so U and stats agree bit for bit. 16 lanes a token, lane e holding
-// element (e / 4, e % 4) of the Sinkhorn matrix: one thread a token ran the 20 iterations'
-// ~640 dependent divisions at 4 warps an SM (27 us at T = 16384, H200).
+// computes it for U, so U and stats agree bit for bit. m is read (or folded) 16 lanes a token,
+// the Sinkhorn runs 2 lanes a token (SinkhornTwoLanes).
 // 32 tokens a block (512 blocks at T = 16384, not 2048): as fast alone (H200, twenty-fourth
 // session), and the blocks forward_stats places early (below) fit beside its CTAs in one round.
+// 4 blocks an SM (32 registers; 34 without the bound, 3 blocks an SM, two rounds at T = 16384).
 constexpr int kCoefThreads = 512;
 constexpr int kCoefTokens = kCoefThreads / 16;
 
-// Sum over the 4 lanes of a row (xor 1, 2) or a column (xor 4, 8) of a 16-lane group, in the
-// order ((v0 + v1) + (v2 + v3)) of SinkhornForward (FP32 addition commutes exactly).
-__device__ __forceinline__ float Sum4(float v, int m1, int m2) {
-  v += __shfl_xor_sync(0xffffffffu, v, m1);
-  return v + __shfl_xor_sync(0xffffffffu, v, m2);
+// The sum of row r of a row-major 4 x 4 block, in the order ((v0 + v1) + (v2 + v3)) of
+// SinkhornForward.
+__device__ __forceinline__ float RowSum(const float* P, int r) {
+  return (P[4 * r] + P[4 * r + 1]) + (P[4 * r + 2] + P[4 * r + 3]);
+}
+
+// The Sinkhorn matrix of one token on a lane pair: lane h (= lane % 2) holds rows 2 h and 2 h + 1
+// of the logits in P and returns the same rows of the matrix: softmax of each row plus hc_eps,
+// then iters x (rows, then columns, each divided by its sum plus hc_eps; the first row step is
+// the softmax's own). A row's sum is the lane's own; a column's is its two halves, (r0 + r1) on
+// lane 0 and (r2 + r3) on lane 1, added by one shuffle: the order ((v0 + v1) + (v2 + v3)) of 16
+// lanes a token's butterfly sums (FP32 addition commutes exactly), so the stats are the same bits
+// as that layout's. It took forward_stats 0.1514 -> 0.1496 ms and forward_prepare (with its
+// programmatic launch) 0.2215 -> 0.2181 ms at T = 16384, where 16 lanes paid two shuffles and a
+// reciprocal a lane and half step, and one thread a token (32 tokens a warp) gained less at
+// T = 16384 and lost 1.4% of forward_stats at 4096, one warp an SM then running the whole chain
+// (H200, bench/results/mhc_h200.md, forty-third session, mhc106 / mhc107).
+// __fdividef: the MUFU reciprocal and a multiply (within 2 ulp) instead of the IEEE division's
+// refinement on the 2 iters dependent steps; 0.5-1.6% faster forward_stats / forward_prepare
+// (H200, T = 4096 .. 12288); R within 1.2e-6 rel-L2 of the FP64 reference in the C = 4096 tests.
+// Its divisors must lie in [2^-126, 2^126]: sums of positive entries plus hc_eps, between about
+// 5 hc_eps and 5 (a divisor under 2^-126, which needs hc_eps that small, gives 0 or NaN). ptxas
+// takes a divisor's reciprocal once for the lane's two or four divisions by it.
+__device__ __forceinline__ void SinkhornTwoLanes(float (&P)[8], float hc_eps, int iters) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float mx = fmaxf(fmaxf(P[4 * r], P[4 * r + 1]), fmaxf(P[4 * r + 2], P[4 * r + 3]));
+#pragma unroll
+    for (int c = 0; c < 4; ++c) P[4 * r + c] = expf(P[4 * r + c] - mx);
+    const float s = RowSum(P, r);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) P[4 * r + c] = __fdividef(P[4 * r + c], s) + hc_eps;
+  }
+  for (int it = 0; it < iters; ++it) {
+    if (it > 0) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float s = RowSum(P, r) + hc_eps;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) P[4 * r + c] = __fdividef(P[4 * r + c], s);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float half = P[c] + P[4 + c];
+      const float s = (half + __shfl_xor_sync(0xffffffffu, half, 1)) + hc_eps;
+      P[c] = __fdividef(P[c], s);
+      P[4 + c] = __fdividef(P[4 + c], s);
+    }
+  }
 }
 
 // kFold (forward_stats' split-K path): m = r z and r are first made here from the 16 rank
@@ -943,7 +991,7 @@ __device__ __forceinline__ float Sum4(float v, int m1, int m2) {
 // of forward_prepare sums them (the same bits): lane e sums values e and e + 16 (sq at 24 on lane
 // 8), so that every lane loads one or two floats of each rank's row.
 template <typename Tr, bool kFold>
-__global__ void __launch_bounds__(kCoefThreads)
+__global__ void __launch_bounds__(kCoefThreads, 4)
     MhcFwdCoefKernel(const float* __restrict__ scale, const float* __restrict__ base,
                      float* __restrict__ stats, int64_t T, float hc_eps, int iters,
                      const float* __restrict__ partials, int64_t part_tokens, float rms_eps,
@@ -993,6 +1041,8 @@ __global__ void __launch_bounds__(kCoefThreads)
     const float from_hi = __shfl_sync(0xffffffffu, m1, (e + 8) & 15, 16);
     m_8e = e < 8 ? from_lo : from_hi;
   } else {
+    // forward_prepare's: a programmatic dependent of the cluster kernel, which writes m.
+    cudaGridDependencySynchronize();
     m_e = e < 8 ? st[e] : 0.0f;
     m_8e = st[8 + e];
   }
@@ -1001,22 +1051,28 @@ __global__ void __launch_bounds__(kCoefThreads)
     const float l = fmaf(m_e, scale[Group(e)], base[e]);
     st[25 + e] = e < 4 ? Sigmoid(l) + hc_eps : 2.0f * Sigmoid(l);
   }
-  const float L = fmaf(m_8e, scale[2], base[8 + e]);
-  float mx = fmaxf(L, __shfl_xor_sync(0xffffffffu, L, 1));
-  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-  const float ex = expf(L - mx);
-  // __fdividef: the MUFU reciprocal and a multiply (within 2 ulp) instead of the IEEE division's
-  // refinement on the 2 iters dependent steps; 0.5-1.6% faster forward_stats / forward_prepare
-  // (H200, T = 4096 .. 12288); R within 1.2e-6 rel-L2 of the FP64 reference in the C = 4096 tests.
-  // Its divisors must lie in [2^-126, 2^126]: sums of positive entries plus hc_eps, between about
-  // 5 hc_eps and 5 (a divisor under 2^-126, which needs hc_eps that small, gives 0 or NaN).
-  float P = __fdividef(ex, Sum4(ex, 1, 2)) + hc_eps;
-  for (int it = 0; it < iters; ++it) {
-    if (it > 0) P = __fdividef(P, Sum4(P, 1, 2) + hc_eps);
-    P = __fdividef(P, Sum4(P, 4, 8) + hc_eps);
+  // Sinkhorn, one thread a token: its 16 logits pass through shared memory to a warp whose lane
+  // holds the whole matrix in registers, so that a row or column sum is three adds and its
+  // reciprocal is taken once (ptxas shares the MUFU of the four __fdividef of a divisor), where 16
+  // lanes a token paid two shuffles and a reciprocal per lane and half step. Every element takes
+  // the same operations in the same order as the 16 lanes did (their butterfly sums were
+  // ((v0 + v1) + (v2 + v3)) too, FP32 addition commuting exactly), so the stats are the same bits.
+  // The block's logits go through shared memory to its first two warps, 2 lanes a token.
+  __shared__ float tile[kCoefTokens][17];  // odd stride: fewer bank conflicts either way
+  tile[threadIdx.x / 16][e] = fmaf(m_8e, scale[2], base[8 + e]);
+  __syncthreads();
+  if (threadIdx.x < 2 * kCoefTokens) {
+    float* rows = &tile[threadIdx.x / 2][8 * (threadIdx.x & 1)];
+    float P[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) P[i] = rows[i];
+    SinkhornTwoLanes(P, hc_eps, iters);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) rows[i] = P[i];
   }
+  __syncthreads();
   if (valid) {
-    st[33 + e] = P;
+    st[33 + e] = tile[threadIdx.x / 16][e];
     if (e < kMhcStatsWidth - 49) st[49 + e] = 0.0f;
   }
 }
@@ -1124,11 +1180,13 @@ unsigned CoefBlocks(int64_t T) {
   return static_cast<unsigned>((T + kCoefTokens - 1) / kCoefTokens);
 }
 
-// forward_stats' coefficient kernel: a programmatic dependent of the split-K kernel, which
-// triggers its launch at each CTA's last stage (its blocks wait for the grid's end before they
-// read the partials). The launch gap and the blocks' ramp then overlap that stage (H200, T =
-// 16384 / 4096: 0.1540 -> 0.1519 / 0.0526 -> 0.0516 ms). Triggered at the CTAs' start instead
-// (twenty-third session's cand5), the waiting blocks cost 6% at T = 4096.
+// The coefficient kernel: a programmatic dependent of the split-K kernel (forward_stats) or of the
+// cluster kernel (forward_prepare), which trigger its launch at each CTA's last stage (its blocks
+// wait for the grid's end before they read the partials or m). The launch gap and the blocks'
+// ramp then overlap that stage (H200, T = 16384 / 4096: forward_stats 0.1540 -> 0.1519 / 0.0526
+// -> 0.0516 ms; forward_prepare 0.2215 -> 0.2204 / 0.0750 -> 0.0730, forty-third session's
+// mhc107 pdl16). Triggered at the CTAs' start instead (twenty-third session's cand5), the waiting
+// blocks cost 6% at T = 4096.
 cudaLaunchConfig_t CoefDependentConfig(int64_t T, cudaStream_t stream, cudaLaunchAttribute* attr) {
   return ProgrammaticLaunchConfig(dim3(CoefBlocks(T)), dim3(kCoefThreads), 0, stream, attr);
 }
@@ -1209,8 +1267,13 @@ Status ForwardCluster(const char* name, const uint16_t* X, const float* fn, cons
         name));
     MHC_RETURN_IF_ERROR(LaunchStatus(name));
   }
-  MhcFwdCoefKernel<ClusterTr, false><<<CoefBlocks(T), kCoefThreads, 0, stream>>>(
-      scale, base, stats, T, hc_eps, iters, nullptr, 0, rms_eps, false);
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = CoefDependentConfig(T, stream, &attr);
+  MHC_RETURN_IF_ERROR(
+      CudaStatus(cudaLaunchKernelEx(&cfg, MhcFwdCoefKernel<ClusterTr, false>, scale, base,
+                                    static_cast<float*>(stats), T, hc_eps, iters,
+                                    static_cast<const float*>(nullptr), int64_t{0}, rms_eps, false),
+                 name));
   return LaunchStatus(name);
 }
 
