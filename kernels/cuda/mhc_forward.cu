@@ -1051,12 +1051,6 @@ __global__ void __launch_bounds__(kCoefThreads, 4)
     const float l = fmaf(m_e, scale[Group(e)], base[e]);
     st[25 + e] = e < 4 ? Sigmoid(l) + hc_eps : 2.0f * Sigmoid(l);
   }
-  // Sinkhorn, one thread a token: its 16 logits pass through shared memory to a warp whose lane
-  // holds the whole matrix in registers, so that a row or column sum is three adds and its
-  // reciprocal is taken once (ptxas shares the MUFU of the four __fdividef of a divisor), where 16
-  // lanes a token paid two shuffles and a reciprocal per lane and half step. Every element takes
-  // the same operations in the same order as the 16 lanes did (their butterfly sums were
-  // ((v0 + v1) + (v2 + v3)) too, FP32 addition commuting exactly), so the stats are the same bits.
   // The block's logits go through shared memory to its first two warps, 2 lanes a token.
   __shared__ float tile[kCoefTokens][17];  // odd stride: fewer bank conflicts either way
   tile[threadIdx.x / 16][e] = fmaf(m_8e, scale[2], base[8 + e]);
