@@ -157,6 +157,27 @@ double MedianMs(const Fn& fn, int warmup, int reps) {
   return ms[ms.size() / 2];
 }
 
+// The mean of `reps` calls issued back to back between one event pair: host launch time hides
+// behind the GPU's queue, as in a training step (and as bench/kda_public_bench.py's "queued"
+// column times the public Triton kernels, whose Python launches a per-call timing would expose).
+template <typename Fn>
+double QueuedMs(const Fn& fn, int reps) {
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  fn();
+  BENCH_CUDA(cudaDeviceSynchronize());
+  BENCH_CUDA(cudaEventRecord(a));
+  for (int i = 0; i < reps; ++i) fn();
+  BENCH_CUDA(cudaEventRecord(b));
+  BENCH_CUDA(cudaEventSynchronize(b));
+  float t = 0.f;
+  BENCH_CUDA(cudaEventElapsedTime(&t, a, b));
+  BENCH_CUDA(cudaEventDestroy(a));
+  BENCH_CUDA(cudaEventDestroy(b));
+  return t / reps;
+}
+
 struct Case {
   std::string name;
   int64_t T, H, docs;  // docs > 1: equal-length packed documents with int64 cu_seqlens
@@ -338,12 +359,17 @@ void Run(const Case& c) {
   BENCH_CUDA(cudaDeviceSynchronize());
   std::vector<std::vector<float>> chunked_out;
   download(&chunked_out);
+  const double fwd_queued = QueuedMs([&] { check(KdaForwardCuda(f, nullptr)); }, 15);
+  const double bwd_queued =
+      QueuedMs([&] { check(cakegrad::kernels::kda_cuda::KdaBackwardChunkedCuda(b, nullptr)); }, 15);
 
   line("fwd", fwd, fwd_flop, fwd_bytes, c.fwd_target_ms);
   chunked_floor("fwd", fwd, kChunkedFwdSecondsPerPair, fwd_bytes);
   line("bwd", bwd, bwd_flop, bwd_bytes, c.bwd_target_ms);
   line("bwd chunked", bwd_chunked, bwd_flop, bwd_bytes, c.bwd_target_ms);
   chunked_floor("bwd", bwd_chunked, kChunkedBwdSecondsPerPair, chunked_bwd_bytes);
+  std::printf("%-28s queued (mean of 15 calls back to back): fwd %.3f ms, bwd chunked %.3f ms\n",
+              c.name.c_str(), fwd_queued, bwd_queued);
   const bool auto_chunked = cakegrad::kernels::ResolveKdaBackwardAlgorithm(
                                 cakegrad::kernels::KdaBackwardAlgorithm::kAuto, c.H) ==
                             cakegrad::kernels::KdaBackwardAlgorithm::kChunked;
