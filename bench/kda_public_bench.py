@@ -17,7 +17,7 @@ CPU by `--self-check` (no FLA needed).
     python3 bench/kda_public_bench.py --json $OUT/public.json     # on the GPU machine
     python3 bench/kda_public_bench.py --self-check                 # anywhere (CPU)
 
-tools/gpu/public_kda_call.sh is the device call that runs it beside our own bench.
+tools/gpu/public_call.sh is the device call that runs it beside our own bench.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
+import os
 import sys
 import time
 
 import torch
 from torch.utils.checkpoint import checkpoint
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import rel_l2, times_ms  # noqa: E402
 
 F64 = torch.float64
 DIM = 128
@@ -118,13 +121,6 @@ def Fp64Reference(inp: dict, segment: int = 256) -> dict:
     return out
 
 
-def rel_l2(actual: torch.Tensor, exact: torch.Tensor) -> float:
-    a, e = actual.to(F64), exact.to(F64)
-    den = torch.linalg.vector_norm(e).item()
-    num = torch.linalg.vector_norm(a - e).item()
-    return num / den if den > 0 else num
-
-
 class Fla:
     """flash-linear-attention's chunk_kda with SPEC's options; leaves keep their grads."""
 
@@ -155,30 +151,6 @@ class Fla:
         grads = torch.autograd.grad([o, final], [leaves[n] for n in order],
                                     [inp["do"], inp["dfinal_state"]], retain_graph=retain)
         return dict(zip(GRADS, grads))
-
-
-def times_ms(fn, warmup: int, reps: int) -> tuple[float, float]:
-    """(median of single timed calls, mean of `reps` calls back to back): the first includes
-    what the host's launches leave the GPU idle at each call's start; the second hides that
-    behind the GPU's queue, as a training step's stream of work does."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return statistics.median(times), start.elapsed_time(stop) / reps
 
 
 def run_case(name, T, H, docs, args, fla) -> dict:
