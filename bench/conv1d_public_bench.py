@@ -109,6 +109,7 @@ def main() -> int:
             args.reps)
         t0 = time.time()
         ref = Fp64Reference(inp)
+        torch.cuda.synchronize()
         row["reference_s"] = round(time.time() - t0, 1)
         got = {"y": y.detach()[0], "dx": grads[0][0], "dweight": grads[1], "dbias": grads[2]}
         row["rel_l2"] = {n: rel_l2(got[n], ref[n]) for n in ("y", "dx", "dweight", "dbias")}

@@ -169,6 +169,7 @@ def run_case(name, T, H, docs, args, fla) -> dict:
     if not args.no_accuracy:
         t0 = time.time()
         ref = Fp64Reference(inp, args.segment)
+        torch.cuda.synchronize()
         row["reference_s"] = round(time.time() - t0, 1)
         got = {"o": o.detach(), "final_state": final.detach()}
         got.update({n: g.reshape(ref[n].shape) for n, g in grads.items()})
