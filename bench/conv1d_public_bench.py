@@ -18,7 +18,6 @@ section 2's forward (SiLU' at the unrounded preactivation, the "fp32" policy's e
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import rel_l2, times_ms  # noqa: E402
+from bench_util import print_errors, rel_l2, times_ms, write_rows  # noqa: E402
 from conv1d_torch_ref import positions, shift_down  # noqa: E402
 
 F64 = torch.float64
@@ -118,18 +117,8 @@ def main() -> int:
               f"({row['fwd_queued_ms'] * 1e3:.1f} queued), backward {row['bwd_ms'] * 1e3:.1f} us "
               f"({row['bwd_queued_ms'] * 1e3:.1f} queued); first call {row['first_call_s']} s, "
               f"reference {row['reference_s']} s")
-        for n, e in row["rel_l2"].items():
-            limit = LIMIT.get(n)
-            verdict = "" if limit is None else (
-                "ok" if e <= limit else f"MISSES SPEC by {e / limit:.1f}x")
-            shown = "" if limit is None else f"(limit {limit:.0e}) "
-            print(f"  {n:8s} rel-L2 {e:.2e}  {shown}{verdict}")
-        sys.stdout.flush()
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=1)
-        del inp, x, w, b, dy, y, grads, ref
-        torch.cuda.empty_cache()
+        print_errors(row["rel_l2"], LIMIT, width=8)
+        write_rows(args.json, rows)
     return 0
 
 

@@ -8,11 +8,14 @@ shifted copies and per-token document masks; the backward is the explicit gradie
 Run on the GPU machine: python3 bench/conv1d_torch_ref.py [--no-compile]
 """
 
-import statistics
+import os
 import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import median_ms  # noqa: E402
 
 WIDTH = 4
 ITERS = 10
@@ -68,17 +71,7 @@ def backward(x, w, b, dy, pos, round_pre):
 
 
 def time_us(fn):
-    for _ in range(WARMUP):
-        fn()
-    times = []
-    for _ in range(ITERS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+    return median_ms(fn, WARMUP, ITERS) * 1e3
 
 
 def main():

@@ -23,7 +23,6 @@ tools/gpu/public_call.sh is the device call that runs it beside our own bench.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -33,7 +32,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import rel_l2, times_ms  # noqa: E402
+from bench_util import print_errors, rel_l2, times_ms, write_rows  # noqa: E402
 
 F64 = torch.float64
 DIM = 128
@@ -181,10 +180,7 @@ def print_row(row: dict) -> None:
     print(f"{row['case']}: forward {row['fwd_ms']:.3f} ms ({row['fwd_queued_ms']:.3f} queued), "
           f"backward {row['bwd_ms']:.3f} ms ({row['bwd_queued_ms']:.3f} queued); first call "
           f"{row['first_call_s']} s, reference {row.get('reference_s', '-')} s")
-    for n, e in row.get("rel_l2", {}).items():
-        verdict = "ok" if e <= LIMIT[n] else f"MISSES SPEC by {e / LIMIT[n]:.1f}x"
-        print(f"  {n:15s} rel-L2 {e:.2e}  (limit {LIMIT[n]:.0e}) {verdict}")
-    sys.stdout.flush()
+    print_errors(row.get("rel_l2", {}), LIMIT)
 
 
 def self_check() -> int:
@@ -242,9 +238,7 @@ def main() -> int:
             continue
         rows.append(run_case(name, T, H, docs, args, fla_ops))
         print_row(rows[-1])
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=1)
+        write_rows(args.json, rows)
     return 0
 
 

@@ -4,10 +4,13 @@ C = 4096, sinkhorn_iters = 20): the baseline the CUDA kernels are compared with.
 
     python3 bench/mhc_torch_ref.py            (on the GPU machine)
 """
-import statistics
+import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import median_ms  # noqa: E402
 
 C = 4096
 ITERS = 20
@@ -35,21 +38,6 @@ def forward(X, fn, scale, base, B):
     U = (pre[:, :, None] * Xf).sum(1).bfloat16()
     Y = (torch.einsum("tab,tac->tbc", P, Xf) + post[:, :, None] * B.float()[:, None, :]).bfloat16()
     return U, Y
-
-
-def median_ms(fn, warmup=3, reps=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def main():
