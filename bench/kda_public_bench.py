@@ -48,6 +48,8 @@ CASES = [
 BF16_OUT = ("o", "dq", "dk", "dv", "dg", "dbeta")
 FP32_OUT = ("final_state", "dA_log", "ddt_bias", "dinitial_state")
 LIMIT = {**{n: 5e-3 for n in BF16_OUT}, **{n: 1e-4 for n in FP32_OUT}}
+# The differentiable inputs, in the order of their gradients in GRADS.
+INPUTS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
 GRADS = ("dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dinitial_state")
 
 
@@ -94,9 +96,9 @@ def Fp64Reference(inp: dict, segment: int = 256) -> dict:
     """o, final_state and the eight gradients of sum(do o) + sum(dfinal_state final_state), all
     in FP64 on the inputs' device. Segments of `segment` tokens are checkpointed, so memory holds
     one segment's per-token states at a time."""
-    names = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
-    x = {n: inp[n].to(F64).requires_grad_() for n in names}
-    gate = LOWER_BOUND * torch.sigmoid(torch.exp(x["A_log"]).unsqueeze(1) * (x["g"][0] + x["dt_bias"]))
+    x = {n: inp[n].to(F64).requires_grad_() for n in INPUTS}
+    a = torch.exp(x["A_log"]).unsqueeze(1)
+    gate = LOWER_BOUND * torch.sigmoid(a * (x["g"][0] + x["dt_bias"]))
     decay = torch.exp(gate)
     bt = torch.sigmoid(x["beta"][0])
     qh = x["q"][0] / torch.sqrt((x["q"][0] ** 2).sum(-1, keepdim=True) + 1e-6)
@@ -114,7 +116,7 @@ def Fp64Reference(inp: dict, segment: int = 256) -> dict:
     o = torch.cat(outs).unsqueeze(0)
     final = torch.stack(finals)
     loss = (o * inp["do"].to(F64)).sum() + (final * inp["dfinal_state"].to(F64)).sum()
-    grads = torch.autograd.grad(loss, [x[n] for n in names])
+    grads = torch.autograd.grad(loss, [x[n] for n in INPUTS])
     out = {"o": o.detach(), "final_state": final.detach()}
     out.update(dict(zip(GRADS, (g.detach() for g in grads))))
     return out
@@ -130,8 +132,7 @@ class Fla:
 
     @staticmethod
     def leaves(inp: dict) -> dict:
-        return {n: inp[n].detach().clone().requires_grad_()
-                for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")}
+        return {n: inp[n].detach().clone().requires_grad_() for n in INPUTS}
 
     def forward(self, inp: dict, leaves: dict):
         docs = inp["initial_state"].shape[0]
@@ -146,8 +147,7 @@ class Fla:
 
     @staticmethod
     def backward(inp: dict, leaves: dict, o, final, retain: bool) -> dict:
-        order = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
-        grads = torch.autograd.grad([o, final], [leaves[n] for n in order],
+        grads = torch.autograd.grad([o, final], [leaves[n] for n in INPUTS],
                                     [inp["do"], inp["dfinal_state"]], retain_graph=retain)
         return dict(zip(GRADS, grads))
 
@@ -186,7 +186,8 @@ def print_row(row: dict) -> None:
 def self_check() -> int:
     """The segmented FP64 reference against tests/python/torch_reference.py (CPU, small shapes,
     packed documents, segments shorter than a document)."""
-    sys.path.insert(0, "tests/python")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "python"))
     import torch_reference as tr
 
     worst = 0.0

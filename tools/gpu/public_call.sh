@@ -9,9 +9,10 @@
 # Device call: {"command": "bash tools/gpu/public_call.sh",
 #   "carry": [".whl", ".carry/gpu.tar.xz"], "timeout_s": 600}
 # FAMILIES (default "kda conv1d") picks the families, PUBLIC (default FAMILIES) those whose public
-# kernels run; OURS=0 skips our benches (or carry no .carry/gpu.tar.xz); KDA_ARGS / CONV1D_ARGS pass options to the Python benches (e.g. KDA_ARGS=
-# "--cases 2"). Each KDA case spends ~3-4 minutes in Triton's compilation and autotuning, so
-# all three KDA cases do not fit one call beside anything else.
+# kernels run; OURS=0 skips our benches (or carry no .carry/gpu.tar.xz); KDA_ARGS / CONV1D_ARGS
+# pass options to the Python benches (e.g. KDA_ARGS="--cases 2"). Each KDA case spends ~3-4
+# minutes in Triton's compilation and autotuning, so all three KDA cases do not fit one call
+# beside anything else.
 set -uo pipefail
 S=$(date +%s); el() { echo $(($(date +%s) - S)); }
 OUT=${OUT:-/tmp/out}
