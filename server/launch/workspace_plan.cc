@@ -43,7 +43,8 @@ absl::StatusOr<int64_t> WorkspaceBytesForPlan(const std::string& plan) {
     // A training step runs a family's forward and backward at the same shapes, and their
     // needs differ (KDA's chunked forward needs more than its backward at some shapes): an
     // entry sizes the workspace for every operator of its family.
-    const absl::string_view family = name.substr(0, name.find('_'));
+    // A view of `name` itself: name.substr() would return a temporary that dies at the ';'.
+    const absl::string_view family = absl::string_view(name).substr(0, name.find('_'));
     for (const OpSpec& sibling : AllOps()) {
       if (sibling.workspace_bytes &&
           absl::string_view(sibling.name).substr(0, sibling.name.find('_')) == family) {
