@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,16 @@ absl::StatusOr<uint64_t> ByteSize(const OpSpec& op, const std::string& arg,
   return bytes;
 }
 
+// Row-major strides of `shape`, or nullopt where one does not fit in int64 (a shape so large
+// that ByteSize refuses it, or an empty one with a dimension past 2^63 / the others' product).
+std::optional<std::vector<int64_t>> ContiguousStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    if (__builtin_mul_overflow(strides[i + 1], shape[i + 1], &strides[i])) return std::nullopt;
+  }
+  return strides;
+}
+
 struct Placed {
   const Region* region;
   uint64_t offset;
@@ -171,14 +182,14 @@ absl::StatusOr<BoundCall> Bind(const OpSpec& op, const pb::Message& request,
       RETURN_IF_ERROR(MatchShape(op, spec, bound.shape, call.dims));
     }
     if (!ref.strides().empty()) {
-      std::vector<int64_t> contiguous(bound.shape.size(), 1);
-      for (int i = static_cast<int>(bound.shape.size()) - 2; i >= 0; --i) {
-        contiguous[i] = contiguous[i + 1] * bound.shape[i + 1];
+      const std::optional<std::vector<int64_t>> contiguous = ContiguousStrides(bound.shape);
+      if (!contiguous) {
+        return Invalid(op, spec.name, absl::StrCat("is too large: ", ShapeString(bound.shape)));
       }
       const std::vector<int64_t> strides(ref.strides().begin(), ref.strides().end());
-      if (strides != contiguous) {
+      if (strides != *contiguous) {
         return Invalid(op, spec.name,
-                       absl::StrCat("must be contiguous (strides ", ShapeString(contiguous),
+                       absl::StrCat("must be contiguous (strides ", ShapeString(*contiguous),
                                     "), got strides ", ShapeString(strides)));
       }
     }

@@ -108,7 +108,12 @@ struct Fuzzer {
       case 7: {  // the contiguous strides, spelled out: must be accepted like none
         ref->clear_strides();
         std::vector<int64_t> s(ref->shape_size(), 1);
-        for (int i = ref->shape_size() - 2; i >= 0; --i) s[i] = s[i + 1] * ref->shape(i + 1);
+        for (int i = ref->shape_size() - 2; i >= 0; --i) {
+          // Past int64 (a fuzzed huge dimension) any value will do: Bind refuses the shape.
+          if (__builtin_mul_overflow(s[i + 1], ref->shape(i + 1), &s[i])) {
+            s[i] = std::numeric_limits<int64_t>::max();
+          }
+        }
         for (int64_t v : s) ref->add_strides(v);
         break;
       }

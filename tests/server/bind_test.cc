@@ -156,6 +156,21 @@ TEST_F(BindTest, NonContiguousStridesRejected) {
   EXPECT_TRUE(BindStatus("conv1d_backward", ok).ok());
 }
 
+// An empty tensor (B = 0) whose other dimensions' product passes 2^63: its contiguous strides do
+// not fit in int64, so giving strides is refused as too large (computing them overflowed: UBSan,
+// 2026-12-02), and the same shape without strides passes the check.
+TEST_F(BindTest, StridesOfAnEmptyShapePast2To63AreRefusedWithoutOverflow) {
+  v1::KdaForwardRequest r;
+  for (v1::TensorRef* t : {r.mutable_q(), r.mutable_k(), r.mutable_v(), r.mutable_g()}) {
+    *t = Ref(v1::BF16, {0, 5, 3, 128});
+  }
+  r.mutable_q()->set_shape(2, int64_t{1} << 61);
+  for (int64_t v : {1, 1, 1, 1}) r.mutable_q()->add_strides(v);
+  absl::Status s = BindStatus("kda_forward", r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("q is too large"));
+}
+
 TEST_F(BindTest, MisalignedOffsetRejected) {
   auto r = ValidConv1dBackward();
   r.mutable_weight()->set_offset(r.weight().offset() + 2);
