@@ -38,7 +38,10 @@ class ShmArena {
   template <typename T>
   Tensor Put(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
     Tensor t = Alloc(dtype, std::move(shape));
-    std::memcpy(buffer_->data() + t.offset, values.data(), values.size() * sizeof(T));
+    // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.
+    if (!values.empty()) {
+      std::memcpy(buffer_->data() + t.offset, values.data(), values.size() * sizeof(T));
+    }
     return t;
   }
 
