@@ -80,7 +80,13 @@ def running_daemon():
     finally:
         stop_daemon(proc)
         log.close()
+        with open(log_path, errors="replace") as f:
+            tail = f.read()[-4000:]
         shutil.rmtree(tmp, ignore_errors=True)
+    # SIGTERM must end the daemon cleanly; a sanitized build (tools/ci/sanitize_tests.sh) also
+    # exits non-zero here when it found leaks at exit.
+    if proc.returncode != 0:
+        pytest.fail(f"daemon exited with {proc.returncode} after SIGTERM:\n{tail}")
 
 
 def stop_daemon(proc: subprocess.Popen) -> None:
