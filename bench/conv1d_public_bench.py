@@ -13,6 +13,7 @@ section 2's forward (SiLU' at the unrounded preactivation, the "fp32" policy's e
 "bf16" policy's limits are the looser ones), computed on the GPU in blocks of channels.
 
     python3 bench/conv1d_public_bench.py --json $OUT/conv1d_public.json   # on the GPU machine
+    python3 bench/conv1d_public_bench.py --self-check                      # anywhere (CPU)
 """
 
 from __future__ import annotations
@@ -70,14 +71,40 @@ def Fp64Reference(inp: dict, block: int = 1024) -> dict:
             "dweight": torch.cat(out["dweight"]), "dbias": torch.cat(out["dbias"])}
 
 
+def self_check() -> int:
+    """The blocked FP64 reference against tests/python/torch_reference.py (CPU, small shapes,
+    blocks narrower than C)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "python"))
+    import torch_reference as tr
+
+    gen = torch.Generator().manual_seed(3)
+    worst = 0.0
+    for S, C, block in ((100, 10, 7), (37, 300, 128)):
+        inp = make_inputs(S, C, gen, "cpu")
+        ref = Fp64Reference(inp, block)
+        want = {"y": tr.conv1d_forward(inp["x"], inp["weight"], inp["cu_seqlens"], inp["bias"])}
+        want["dx"], want["dweight"], want["dbias"] = tr.conv1d_backward(
+            inp["x"], inp["weight"], inp["cu_seqlens"], inp["dy"], inp["bias"], "fp32")
+        for n, w in want.items():
+            e = rel_l2(ref[n], w)
+            worst = max(worst, e)
+            print(f"S={S} C={C} block={block} {n}: {e:.1e}")
+    print(f"worst rel-L2 {worst:.1e}")
+    return 0 if worst < 1e-12 else 1
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--self-check", action="store_true", help="check the FP64 reference (CPU)")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--json", help="write the rows here as well")
     args = p.parse_args()
+    if args.self_check:
+        return self_check()
     if not torch.cuda.is_available():
-        print("conv1d_public_bench: no CUDA device; run it on the GPU machine")
+        print("conv1d_public_bench: no CUDA device; run it on the GPU machine (or --self-check)")
         return 2
     import fla
     from fla.modules.causal_conv1d.ops import causal_conv1d
